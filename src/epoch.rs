@@ -1,0 +1,301 @@
+//! Epoch-based reclamation for segments and rings.
+//!
+//! The shape of crossbeam-epoch, cut down to what the crate needs so that
+//! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
+//! runs take over a million for a two-thread model; see NOTES.md):
+//!
+//! - one global epoch counter;
+//! - one participant per thread (a thread-local), registered once in a
+//!   global list and reused after its thread exits;
+//! - `pin` stores the global epoch into the participant and issues a SeqCst
+//!   fence, `unpin` clears it: no read-modify-write on shared state;
+//! - retired memory is tagged with the epoch at retirement (after a SeqCst
+//!   fence) and freed once the global epoch is two ahead of that tag;
+//! - the epoch advances only when every pinned participant has seen it.
+//!
+//! Retirement takes a lock; it happens once per segment (every
+//! [`SEGMENT_CELLS`](crate::segment) operations), never per message.
+//!
+//! Why two epochs: a thread pinned at epoch `e` may hold a pointer it loaded
+//! before an object was unlinked and retired at `e`. The epoch reaches `e + 1`
+//! only after that thread has unpinned or re-pinned at `e`... and reaches
+//! `e + 2` only after every thread pinned at `e` has moved on, so no pointer
+//! loaded before the unlink survives.
+
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::loom::sync::{Arc, Mutex};
+use crate::loom::CachePadded;
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+/// A deferred free: `call(ptr)` runs once no pinned thread can reach `ptr`.
+pub(crate) struct Deferred {
+    ptr: *mut (),
+    call: unsafe fn(*mut ()),
+}
+
+// SAFETY: the creator of a `Deferred` promises (see `Deferred::new`) that
+// `call(ptr)` may run on any thread.
+unsafe impl Send for Deferred {}
+
+impl Deferred {
+    /// # Safety
+    /// `call(ptr)` must be sound to run exactly once, on any thread, once no
+    /// thread pinned now or later can reach `ptr`.
+    pub(crate) unsafe fn new(ptr: *mut (), call: unsafe fn(*mut ())) -> Self {
+        Deferred { ptr, call }
+    }
+
+    fn run(self) {
+        // SAFETY: the grace period has passed (the caller checked the epoch),
+        // which is the contract `new` was given.
+        unsafe { (self.call)(self.ptr) }
+    }
+}
+
+/// A participant: `0` when not pinned, else `(epoch << 1) | 1`.
+struct Local {
+    state: CachePadded<AtomicUsize>,
+    in_use: AtomicBool,
+}
+
+struct Global {
+    epoch: AtomicUsize,
+    locals: Mutex<Vec<Arc<Local>>>,
+    garbage: Mutex<Vec<(usize, Deferred)>>,
+}
+
+impl Global {
+    fn new() -> Self {
+        Global {
+            epoch: AtomicUsize::new(0),
+            locals: Mutex::new(Vec::new()),
+            garbage: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+fn global() -> &'static Global {
+    static GLOBAL: std::sync::OnceLock<Global> = std::sync::OnceLock::new();
+    GLOBAL.get_or_init(Global::new)
+}
+
+#[cfg(loom)]
+loom::lazy_static! {
+    static ref GLOBAL: Global = Global::new();
+}
+
+#[cfg(loom)]
+fn global() -> &'static Global {
+    &GLOBAL
+}
+
+/// This thread's participant and how deeply it is pinned.
+struct Handle {
+    local: Arc<Local>,
+    depth: Cell<usize>,
+}
+
+impl Handle {
+    fn register() -> Handle {
+        let mut locals = global().locals.lock().unwrap();
+        let reusable = locals.iter().find(|l| {
+            l.in_use
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        });
+        let local = match reusable {
+            Some(l) => l.clone(),
+            None => {
+                let l = Arc::new(Local {
+                    state: CachePadded::new(AtomicUsize::new(0)),
+                    in_use: AtomicBool::new(true),
+                });
+                locals.push(l.clone());
+                l
+            }
+        };
+        Handle {
+            local,
+            depth: Cell::new(0),
+        }
+    }
+
+    fn pin(&self) {
+        let depth = self.depth.get();
+        if depth == 0 {
+            let epoch = global().epoch.load(Ordering::Relaxed);
+            self.local.state.store((epoch << 1) | 1, Ordering::Relaxed);
+            // Orders the announcement before every pointer load of the
+            // critical section; pairs with the fence in `try_advance`.
+            fence(Ordering::SeqCst);
+        }
+        self.depth.set(depth + 1);
+    }
+
+    fn unpin(&self) {
+        let depth = self.depth.get() - 1;
+        self.depth.set(depth);
+        if depth == 0 {
+            // Release: every access of the critical section happens before
+            // a collector that reads "not pinned" frees anything.
+            self.local.state.store(0, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.local.in_use.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(not(loom))]
+thread_local! {
+    static HANDLE: Handle = Handle::register();
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    static HANDLE: Handle = Handle::register();
+}
+
+/// Keeps every object reachable when it was created from being freed.
+pub(crate) struct Guard {
+    /// Set when the thread-local was gone (a pin from a TLS destructor).
+    owned: Option<Box<Handle>>,
+    /// Guards must be dropped on the thread that pinned.
+    _not_send: PhantomData<*mut ()>,
+}
+
+/// Pins the current thread.
+#[inline]
+pub(crate) fn pin() -> Guard {
+    match HANDLE.try_with(|h| h.pin()) {
+        Ok(()) => Guard {
+            owned: None,
+            _not_send: PhantomData,
+        },
+        Err(_) => {
+            let handle = Box::new(Handle::register());
+            handle.pin();
+            Guard {
+                owned: Some(handle),
+                _not_send: PhantomData,
+            }
+        }
+    }
+}
+
+impl Drop for Guard {
+    #[inline]
+    fn drop(&mut self) {
+        match &self.owned {
+            Some(h) => h.unpin(),
+            None => {
+                let _ = HANDLE.try_with(|h| h.unpin());
+            }
+        }
+    }
+}
+
+/// Hands `d` to the collector. The object must already be unreachable for
+/// threads that pin from now on.
+pub(crate) fn retire(d: Deferred) {
+    let global = global();
+    // The unlink that preceded this call is ordered before the epoch read, so
+    // the tag is never older than the last epoch in which a thread could have
+    // loaded the pointer.
+    fence(Ordering::SeqCst);
+    let epoch = global.epoch.load(Ordering::Relaxed);
+    global.garbage.lock().unwrap().push((epoch, d));
+    collect();
+}
+
+/// Tries to advance the epoch, then frees what has outlived its grace period.
+pub(crate) fn collect() {
+    let global = global();
+    try_advance(global);
+    let now = global.epoch.load(Ordering::Acquire);
+    let expired: Vec<Deferred> = {
+        let mut garbage = global.garbage.lock().unwrap();
+        if garbage.is_empty() {
+            return;
+        }
+        let mut expired = Vec::new();
+        let mut i = 0;
+        while i < garbage.len() {
+            if now.wrapping_sub(garbage[i].0) >= 2 {
+                expired.push(garbage.swap_remove(i).1);
+            } else {
+                i += 1;
+            }
+        }
+        expired
+    };
+    for d in expired {
+        d.run();
+    }
+}
+
+fn try_advance(global: &Global) {
+    let epoch = global.epoch.load(Ordering::Relaxed);
+    // Pairs with the fence in `pin`: either we see a participant's
+    // announcement, or it sees this epoch (or a later one) and so cannot
+    // have loaded anything retired before it.
+    fence(Ordering::SeqCst);
+    {
+        let locals = global.locals.lock().unwrap();
+        for local in locals.iter() {
+            let state = local.state.load(Ordering::Relaxed);
+            if state & 1 == 1 && state >> 1 != epoch {
+                return;
+            }
+        }
+    }
+    // Acquire: the critical sections of participants seen unpinned (their
+    // Release store) happen before anything freed after this advance.
+    fence(Ordering::Acquire);
+    let _ = global
+        .epoch
+        .compare_exchange(epoch, epoch.wrapping_add(1), Ordering::Release, Ordering::Relaxed);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+
+    static FREED: StdAtomicUsize = StdAtomicUsize::new(0);
+
+    unsafe fn count_free(p: *mut ()) {
+        drop(Box::from_raw(p as *mut u64));
+        FREED.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn retired_objects_are_freed_after_two_advances() {
+        let before = FREED.load(Ordering::Relaxed);
+        let p = Box::into_raw(Box::new(7u64)) as *mut ();
+        // SAFETY: `p` is unreachable (never shared) and `count_free` frees it once.
+        retire(unsafe { Deferred::new(p, count_free) });
+        for _ in 0..4 {
+            collect();
+        }
+        assert!(FREED.load(Ordering::Relaxed) > before);
+    }
+
+    #[test]
+    fn pinned_thread_blocks_freeing() {
+        let guard = pin();
+        let start = global().epoch.load(Ordering::Relaxed);
+        for _ in 0..8 {
+            collect();
+        }
+        // Pinned at `start` (or one before): the epoch cannot run two ahead.
+        let now = global().epoch.load(Ordering::Relaxed);
+        assert!(now.wrapping_sub(start) <= 1, "epoch ran ahead of a pinned thread");
+        drop(guard);
+    }
+}

@@ -1,0 +1,140 @@
+//! The one door to every concurrency primitive the crate uses.
+//!
+//! Normal builds re-export `std`, `crossbeam-utils` and `parking_lot_core`;
+//! `--cfg loom` swaps in loom's model-checked versions, so the loom models in
+//! `tests/loom/` exercise the very code users run (the shape of tokio's shim).
+//!
+//! `--cfg loom_rmw_loads` (with `--cfg loom`) turns every atomic load into a
+//! read-modify-write of the same value. loom 0.7 never shows an older plain
+//! load a newer value once another thread has loaded-then-CASed it
+//! (tokio-rs/loom#392), which under-explores load-then-CAS algorithms; running
+//! each model a second time with RMW loads covers the interleavings it misses.
+
+pub(crate) mod sync {
+    pub(crate) mod atomic {
+        #[cfg(not(loom))]
+        pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+
+        #[cfg(loom)]
+        pub(crate) use loom::sync::atomic::fence;
+        #[cfg(loom)]
+        pub(crate) use super::super::loom_atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+
+        pub(crate) use std::sync::atomic::Ordering;
+    }
+
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::{Arc, Mutex};
+
+    #[cfg(loom)]
+    pub(crate) use loom::sync::{Arc, Mutex};
+}
+
+pub(crate) mod cell {
+    /// `UnsafeCell` with loom's closure API, so loom can track every access.
+    #[cfg(not(loom))]
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    #[cfg(not(loom))]
+    impl<T> UnsafeCell<T> {
+        #[inline]
+        pub(crate) const fn new(data: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(data))
+        }
+
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) use loom::cell::UnsafeCell;
+}
+
+pub(crate) mod thread {
+    #[cfg(not(loom))]
+    pub(crate) use std::thread::yield_now;
+
+    #[cfg(loom)]
+    pub(crate) use loom::thread::yield_now;
+}
+
+/// Spin-then-yield backoff. Under loom every step yields, so spin loops
+/// terminate in the model (crossbeam's `Backoff::snooze` stops yielding past
+/// its limit, which loom reads as a livelock).
+pub(crate) struct Backoff {
+    #[cfg(not(loom))]
+    inner: crossbeam_utils::Backoff,
+}
+
+impl Backoff {
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Backoff {
+            #[cfg(not(loom))]
+            inner: crossbeam_utils::Backoff::new(),
+        }
+    }
+
+    /// A short busy-wait step (a few `pause` instructions).
+    #[inline]
+    pub(crate) fn spin(&self) {
+        #[cfg(not(loom))]
+        self.inner.spin();
+        #[cfg(loom)]
+        loom::thread::yield_now();
+    }
+
+    /// A longer step that may yield the CPU.
+    #[inline]
+    pub(crate) fn snooze(&self) {
+        #[cfg(not(loom))]
+        self.inner.snooze();
+        #[cfg(loom)]
+        loom::thread::yield_now();
+    }
+
+    /// True once spinning longer is a waste and the caller should park.
+    #[inline]
+    pub(crate) fn is_completed(&self) -> bool {
+        #[cfg(not(loom))]
+        return self.inner.is_completed();
+        #[cfg(loom)]
+        return true;
+    }
+}
+
+#[cfg(loom)]
+mod loom_atomic;
+
+pub(crate) mod park;
+
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::CachePadded;
+
+/// Under loom padding only slows the model down.
+#[cfg(loom)]
+#[derive(Debug, Default)]
+pub(crate) struct CachePadded<T>(T);
+
+#[cfg(loom)]
+impl<T> CachePadded<T> {
+    pub(crate) fn new(t: T) -> Self {
+        CachePadded(t)
+    }
+}
+
+#[cfg(loom)]
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
