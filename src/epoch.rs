@@ -257,9 +257,12 @@ fn try_advance(global: &Global) {
     // Acquire: the critical sections of participants seen unpinned (their
     // Release store) happen before anything freed after this advance.
     fence(Ordering::Acquire);
-    let _ = global
-        .epoch
-        .compare_exchange(epoch, epoch.wrapping_add(1), Ordering::Release, Ordering::Relaxed);
+    let _ = global.epoch.compare_exchange(
+        epoch,
+        epoch.wrapping_add(1),
+        Ordering::Release,
+        Ordering::Relaxed,
+    );
 }
 
 #[cfg(all(test, not(loom)))]
@@ -295,7 +298,10 @@ mod tests {
         }
         // Pinned at `start` (or one before): the epoch cannot run two ahead.
         let now = global().epoch.load(Ordering::Relaxed);
-        assert!(now.wrapping_sub(start) <= 1, "epoch ran ahead of a pinned thread");
+        assert!(
+            now.wrapping_sub(start) <= 1,
+            "epoch ran ahead of a pinned thread"
+        );
         drop(guard);
     }
 }

@@ -1,6 +1,81 @@
-//! scalechan: Go-style channels on scalable fetch-and-add queues.
+//! Go-style channels on scalable fetch-and-add queues, model-checked with loom.
+//!
+//! ```
+//! use std::thread;
+//!
+//! let (tx, rx) = scalechan::bounded(16);
+//! let producers: Vec<_> = (0..4)
+//!     .map(|p| {
+//!         let tx = tx.clone();
+//!         thread::spawn(move || {
+//!             for i in 0..100 {
+//!                 tx.send(p * 100 + i).unwrap();
+//!             }
+//!         })
+//!     })
+//!     .collect();
+//! drop(tx); // the channel closes when the last sender is gone
+//! let sum: u64 = rx.iter().sum();
+//! for p in producers {
+//!     p.join().unwrap();
+//! }
+//! assert_eq!(sum, (0..400).sum());
+//! ```
+//!
+//! # Design
+//!
+//! Every send and every receive takes an index by one fetch-and-add and meets
+//! its partner in the cell of that index, in a linked list of fixed-size
+//! segments ([`segment_chan`](crate) module docs). A thread parks only when
+//! its partner has not arrived; timeouts cancel a parked waiter's cell, which
+//! the partner then skips. `bounded(n)` puts a counting semaphore in front of
+//! the sends; `bounded(0)` parks senders in their cell until a receiver takes
+//! the message. Segments are reclaimed with epochs and reused from a small
+//! pool, so steady traffic does not allocate.
 #![warn(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 
+mod cell;
+mod channel;
 mod epoch;
+mod error;
 #[allow(dead_code)] // the shim offers more than each module uses
 mod loom;
+mod segment;
+mod segment_chan;
+mod semaphore;
+mod waiter;
+
+pub use channel::{bounded, unbounded, IntoIter, Iter, Receiver, Sender, TryIter};
+pub use error::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+
+/// How long an operation may wait.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wait {
+    /// Not at all.
+    Try,
+    /// Until the deadline (`None`: forever).
+    Until(Option<std::time::Instant>),
+}
+
+/// Why an operation did not complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fail {
+    /// Full (send) or empty (receive), and the caller would not wait.
+    WouldBlock,
+    /// The channel is closed (and, for a receive, drained).
+    Closed,
+    /// The deadline passed.
+    Timeout,
+}
+
+#[doc(hidden)]
+pub mod __private {
+    //! Hooks for the crate's own tests; not part of the API.
+
+    /// Segments currently allocated by all channels, live or pooled.
+    pub fn live_segments() -> usize {
+        crate::segment::live_segments()
+    }
+}

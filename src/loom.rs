@@ -16,9 +16,9 @@ pub(crate) mod sync {
         pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
         #[cfg(loom)]
-        pub(crate) use loom::sync::atomic::fence;
-        #[cfg(loom)]
         pub(crate) use super::super::loom_atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
+        #[cfg(loom)]
+        pub(crate) use loom::sync::atomic::fence;
 
         pub(crate) use std::sync::atomic::Ordering;
     }
@@ -60,6 +60,7 @@ pub(crate) mod cell {
 
 pub(crate) mod thread {
     #[cfg(not(loom))]
+    #[allow(unused_imports)]
     pub(crate) use std::thread::yield_now;
 
     #[cfg(loom)]

@@ -67,7 +67,12 @@ impl Parker {
     /// Sleeps while `still_waiting()` holds, until woken or `deadline`.
     /// Returns `false` if the deadline passed. May return early (spurious
     /// wake-up): callers loop on their own flag.
-    pub(crate) fn park(&self, key: usize, still_waiting: impl Fn() -> bool, deadline: Option<Instant>) -> bool {
+    pub(crate) fn park(
+        &self,
+        key: usize,
+        still_waiting: impl Fn() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
         #[cfg(not(loom))]
         {
             // SAFETY: the validate callback only reads an atomic flag, and no

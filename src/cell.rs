@@ -1,0 +1,94 @@
+//! Cell states shared by the channel's cells and the semaphore's cells.
+//!
+//! A cell word is a small constant or a pointer to a waiter's [`Entry`]
+//! (aligned to 8, so never one of the constants; bit 0 tags a sender's
+//! entry on a rendezvous channel). Every transition is a single CAS or a
+//! store by the one thread that owns the cell at that moment.
+//!
+//! ```text
+//!  EMPTY ──send──────────────▶ BUFFERED ──recv──▶ DONE
+//!    │ └─recv parks──▶ entry ──send claims──▶ CLAIMED ──▶ DONE        (handed over)
+//!    │                   │                        └──────▶ SKIP_RECV   (waiter gone)
+//!    │                   └─owner withdraws──────────────▶ SKIP_RECV   (timeout, close)
+//!    ├─try_recv gives up (sender late)──────────────────▶ SKIP_RECV
+//!    └─try_send gives up (receiver late)────────────────▶ SKIP_SEND   (rendezvous)
+//! ```
+//! A parked rendezvous sender mirrors the receiver's path with `SKIP_SEND`.
+//! A partner landing on a `SKIP_*` cell abandons its index and takes a new
+//! one; the skip counters keep `len()` exact.
+//!
+//! [`Entry`]: crate::waiter::Entry
+
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::Backoff;
+use crate::waiter::Entry;
+
+/// Nobody has arrived.
+pub(crate) const EMPTY: usize = 0;
+/// A value sits in the cell's slot (or, in a semaphore, a permit).
+pub(crate) const BUFFERED: usize = 1;
+/// Both sides are finished with the cell.
+pub(crate) const DONE: usize = 2;
+/// A partner or closer holds the cell while it deals with the entry.
+pub(crate) const CLAIMED: usize = 3;
+/// The send side of this index gave up: the receiver skips the cell.
+pub(crate) const SKIP_SEND: usize = 4;
+/// The receive side of this index gave up: the sender skips the cell.
+pub(crate) const SKIP_RECV: usize = 5;
+
+/// Tag bit on an entry pointer published by a sender.
+pub(crate) const SENDER_TAG: usize = 1;
+
+#[inline]
+pub(crate) fn is_entry(state: usize) -> bool {
+    state >= 8
+}
+
+#[inline]
+pub(crate) fn entry_word(entry: &Entry, sender: bool) -> usize {
+    entry as *const Entry as usize | sender as usize
+}
+
+#[inline]
+pub(crate) fn entry_ptr(state: usize) -> *const Entry {
+    (state & !SENDER_TAG) as *const Entry
+}
+
+/// Moves a cell holding `word` (an entry) to `CLAIMED`. Acquire: the entry's
+/// fields, written before it was published, are visible.
+#[inline]
+pub(crate) fn claim(state: &AtomicUsize, word: usize) -> Result<(), usize> {
+    state
+        .compare_exchange(word, CLAIMED, Ordering::Acquire, Ordering::Acquire)
+        .map(|_| ())
+}
+
+/// The owner of an aborted entry takes it out of its cell, leaving `skip`.
+/// If a partner or closer holds the cell, waits for it to let go (it then
+/// writes `skip` itself, having lost the waiter's state CAS): the entry lives
+/// on the owner's stack and must outlive every reader.
+pub(crate) fn withdraw(state: &AtomicUsize, word: usize, skip: usize) {
+    if state
+        .compare_exchange(word, skip, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        return;
+    }
+    let backoff = Backoff::new();
+    // Acquire: the claimer's last read of our entry happens before we return.
+    while state.load(Ordering::Acquire) == CLAIMED {
+        backoff.snooze();
+    }
+}
+
+/// Waits for a cell someone else has claimed to be released.
+pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
+    let backoff = Backoff::new();
+    loop {
+        let s = state.load(Ordering::Acquire);
+        if s != CLAIMED {
+            return s;
+        }
+        backoff.snooze();
+    }
+}

@@ -1,0 +1,471 @@
+//! The public handles: [`Sender`], [`Receiver`], and their iterators.
+
+use crate::error::*;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::sync::Arc;
+use crate::segment_chan::Channel;
+use crate::{Fail, Wait};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+/// The channel plus the number of live handles of each side.
+struct Shared<T> {
+    chan: Channel<T>,
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
+}
+
+fn new_pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        chan: Channel::new(cap),
+        senders: AtomicUsize::new(1),
+        receivers: AtomicUsize::new(1),
+    });
+    (
+        Sender {
+            shared: shared.clone(),
+        },
+        Receiver { shared },
+    )
+}
+
+/// Creates a channel of capacity `cap`. `bounded(0)` is a rendezvous
+/// channel (Go's unbuffered channel): a send completes only when a receiver
+/// takes the message. No memory proportional to `cap` is allocated up front.
+///
+/// ```
+/// let (tx, rx) = scalechan::bounded(2);
+/// tx.send(1).unwrap();
+/// tx.send(2).unwrap();
+/// assert!(tx.try_send(3).is_err()); // full
+/// assert_eq!(rx.recv(), Ok(1));
+/// ```
+pub fn bounded<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    new_pair(Some(cap))
+}
+
+/// Creates a channel without a capacity limit: sends never block.
+///
+/// ```
+/// let (tx, rx) = scalechan::unbounded();
+/// for i in 0..1000 {
+///     tx.send(i).unwrap();
+/// }
+/// assert_eq!(rx.len(), 1000);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    new_pair(None)
+}
+
+/// Turns a timeout into a deadline; one too large to represent waits forever.
+fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}
+
+/// The sending half of a channel. Clone it for more producers.
+///
+/// ```
+/// let (tx, rx) = scalechan::unbounded();
+/// let tx2 = tx.clone();
+/// std::thread::spawn(move || tx2.send("hi").unwrap()).join().unwrap();
+/// assert_eq!(rx.recv(), Ok("hi"));
+/// ```
+pub struct Sender<T> {
+    shared: Arc<Shared<T>>,
+}
+
+/// The receiving half of a channel. Clone it for more consumers.
+///
+/// ```
+/// let (tx, rx) = scalechan::unbounded();
+/// tx.send(5).unwrap();
+/// let rx2 = rx.clone();
+/// assert_eq!(rx2.recv(), Ok(5));
+/// ```
+pub struct Receiver<T> {
+    shared: Arc<Shared<T>>,
+}
+
+macro_rules! common_methods {
+    () => {
+        /// Closes the channel (Go's `close`). Sends fail from now on, blocked
+        /// senders get their message back; messages already sent can still be
+        /// received. Returns `true` if this call closed it.
+        ///
+        /// ```
+        /// let (tx, rx) = scalechan::unbounded();
+        /// tx.send(1).unwrap();
+        /// assert!(rx.close());
+        /// assert!(!tx.close());
+        /// assert_eq!(rx.recv(), Ok(1));
+        /// assert!(rx.recv().is_err());
+        /// ```
+        pub fn close(&self) -> bool {
+            self.shared.chan.close()
+        }
+
+        /// Whether the channel is closed.
+        ///
+        /// ```
+        /// let (tx, rx) = scalechan::bounded::<i32>(1);
+        /// drop(rx);
+        /// assert!(tx.is_closed());
+        /// ```
+        pub fn is_closed(&self) -> bool {
+            self.shared.chan.is_closed()
+        }
+
+        /// The number of buffered messages (always 0 for `bounded(0)`).
+        ///
+        /// ```
+        /// let (tx, rx) = scalechan::bounded(4);
+        /// tx.send(1).unwrap();
+        /// assert_eq!(rx.len(), 1);
+        /// ```
+        pub fn len(&self) -> usize {
+            self.shared.chan.len()
+        }
+
+        /// Whether no message is buffered.
+        ///
+        /// ```
+        /// let (tx, _rx) = scalechan::unbounded::<i32>();
+        /// assert!(tx.is_empty());
+        /// ```
+        pub fn is_empty(&self) -> bool {
+            self.len() == 0
+        }
+
+        /// Whether a send would block (always `true` for `bounded(0)`, never
+        /// for unbounded channels).
+        ///
+        /// ```
+        /// let (tx, _rx) = scalechan::bounded(1);
+        /// tx.send(1).unwrap();
+        /// assert!(tx.is_full());
+        /// ```
+        pub fn is_full(&self) -> bool {
+            self.shared.chan.is_full()
+        }
+
+        /// The capacity; `None` for unbounded channels.
+        ///
+        /// ```
+        /// assert_eq!(scalechan::bounded::<u8>(3).0.capacity(), Some(3));
+        /// assert_eq!(scalechan::unbounded::<u8>().0.capacity(), None);
+        /// ```
+        pub fn capacity(&self) -> Option<usize> {
+            self.shared.chan.capacity()
+        }
+
+        /// Whether both handles belong to the same channel.
+        ///
+        /// ```
+        /// let (tx, _rx) = scalechan::unbounded::<i32>();
+        /// assert!(tx.same_channel(&tx.clone()));
+        /// ```
+        pub fn same_channel(&self, other: &Self) -> bool {
+            Arc::ptr_eq(&self.shared, &other.shared)
+        }
+    };
+}
+
+impl<T> Sender<T> {
+    /// Sends a message, blocking while the channel is full (for `bounded(0)`,
+    /// until a receiver takes it). Fails, handing the message back, if the
+    /// channel is or becomes closed.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::bounded(1);
+    /// tx.send(1).unwrap();
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// ```
+    pub fn send(&self, msg: T) -> Result<(), SendError<T>> {
+        self.shared
+            .chan
+            .send(msg, Wait::Until(None))
+            .map_err(|(msg, _)| SendError(msg))
+    }
+
+    /// Sends without blocking. Decides "full" from reads alone.
+    ///
+    /// ```
+    /// use scalechan::TrySendError;
+    /// let (tx, rx) = scalechan::bounded(0);
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Full(1))); // nobody waiting
+    /// drop(rx);
+    /// assert_eq!(tx.try_send(1), Err(TrySendError::Closed(1)));
+    /// ```
+    pub fn try_send(&self, msg: T) -> Result<(), TrySendError<T>> {
+        self.shared
+            .chan
+            .send(msg, Wait::Try)
+            .map_err(|(msg, fail)| match fail {
+                Fail::Closed => TrySendError::Closed(msg),
+                _ => TrySendError::Full(msg),
+            })
+    }
+
+    /// Sends, waiting at most `timeout`. A timeout too large for `Instant`
+    /// waits forever.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, _rx) = scalechan::bounded(1);
+    /// tx.send(1).unwrap();
+    /// assert!(tx.send_timeout(2, Duration::from_millis(5)).unwrap_err().is_timeout());
+    /// ```
+    pub fn send_timeout(&self, msg: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        self.send_until(msg, deadline_after(timeout))
+    }
+
+    /// Sends, waiting until `deadline` at most.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let (tx, rx) = scalechan::bounded(1);
+    /// tx.send_deadline(1, Instant::now() + Duration::from_secs(1)).unwrap();
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// ```
+    pub fn send_deadline(&self, msg: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        self.send_until(msg, Some(deadline))
+    }
+
+    fn send_until(&self, msg: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
+        self.shared
+            .chan
+            .send(msg, Wait::Until(deadline))
+            .map_err(|(msg, fail)| match fail {
+                Fail::Closed => SendTimeoutError::Closed(msg),
+                _ => SendTimeoutError::Timeout(msg),
+            })
+    }
+
+    common_methods!();
+}
+
+impl<T> Receiver<T> {
+    /// Receives a message, blocking while the channel is empty. Fails once
+    /// the channel is closed and drained.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::unbounded();
+    /// std::thread::spawn(move || tx.send(9).unwrap());
+    /// assert_eq!(rx.recv(), Ok(9));
+    /// ```
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.shared
+            .chan
+            .recv(Wait::Until(None))
+            .map_err(|_| RecvError)
+    }
+
+    /// Receives without blocking. "Empty" and "closed and drained" are
+    /// decided from two loads, with no read-modify-write.
+    ///
+    /// ```
+    /// use scalechan::TryRecvError;
+    /// let (tx, rx) = scalechan::unbounded();
+    /// assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    /// tx.send(1).unwrap();
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// ```
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.shared.chan.recv(Wait::Try).map_err(|fail| match fail {
+            Fail::Closed => TryRecvError::Closed,
+            _ => TryRecvError::Empty,
+        })
+    }
+
+    /// Receives, waiting at most `timeout`. A timeout too large for
+    /// `Instant` waits forever.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (_tx, rx) = scalechan::unbounded::<i32>();
+    /// assert!(rx.recv_timeout(Duration::from_millis(5)).unwrap_err().is_timeout());
+    /// ```
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.recv_until(deadline_after(timeout))
+    }
+
+    /// Receives, waiting until `deadline` at most.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let (tx, rx) = scalechan::unbounded();
+    /// tx.send(3).unwrap();
+    /// assert_eq!(rx.recv_deadline(Instant::now() + Duration::from_secs(1)), Ok(3));
+    /// ```
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        self.recv_until(Some(deadline))
+    }
+
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        self.shared
+            .chan
+            .recv(Wait::Until(deadline))
+            .map_err(|fail| match fail {
+                Fail::Closed => RecvTimeoutError::Closed,
+                _ => RecvTimeoutError::Timeout,
+            })
+    }
+
+    /// A blocking iterator that ends when the channel is closed and drained.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::unbounded();
+    /// tx.send(1).unwrap();
+    /// tx.send(2).unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.iter().collect::<Vec<_>>(), [1, 2]);
+    /// ```
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// An iterator over the messages available now.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::unbounded();
+    /// tx.send(1).unwrap();
+    /// assert_eq!(rx.try_iter().count(), 1);
+    /// ```
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { rx: self }
+    }
+
+    common_methods!();
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        // Relaxed: a new handle is made from an existing one, as in `Arc`.
+        self.shared.senders.fetch_add(1, Ordering::Relaxed);
+        Sender {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.shared.receivers.fetch_add(1, Ordering::Relaxed);
+        Receiver {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // AcqRel: the last sender's close follows every other sender's sends.
+        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shared.chan.close();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // Buffered messages are dropped here, each exactly once. If one's
+            // `Drop` panics, the panic propagates and the rest are dropped
+            // with the channel's memory (never twice).
+            self.shared.chan.close_and_drain();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+/// Blocking iterator returned by [`Receiver::iter`].
+///
+/// ```
+/// let (tx, rx) = scalechan::bounded(1);
+/// std::thread::spawn(move || { tx.send(1).unwrap(); });
+/// assert_eq!(rx.iter().next(), Some(1));
+/// ```
+#[derive(Debug)]
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for Iter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+/// Non-blocking iterator returned by [`Receiver::try_iter`].
+///
+/// ```
+/// let (tx, rx) = scalechan::unbounded::<i32>();
+/// assert_eq!(rx.try_iter().next(), None);
+/// ```
+#[derive(Debug)]
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for TryIter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// Owning blocking iterator, from `IntoIterator for Receiver`.
+///
+/// ```
+/// let (tx, rx) = scalechan::unbounded();
+/// tx.send(1).unwrap();
+/// drop(tx);
+/// assert_eq!(rx.into_iter().sum::<i32>(), 1);
+/// ```
+#[derive(Debug)]
+pub struct IntoIter<T> {
+    rx: Receiver<T>,
+}
+
+impl<T> Iterator for IntoIter<T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+impl<T> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { rx: self }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}

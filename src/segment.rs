@@ -1,0 +1,421 @@
+//! An infinite array of cells, materialised as a linked list of fixed-size
+//! segments (seed 004). Each user of the array (senders and receivers of a
+//! channel, acquirers and releasers of a semaphore) takes an index by
+//! fetch-and-add and calls [`Segments::cell`] to reach the cell.
+//!
+//! # Reclamation
+//!
+//! A segment is *retired* (unlinked from `head`) once both cursors have moved
+//! past it: from then on no new operation can reach it, because every
+//! operation starts its walk from a cursor it loaded *before* taking its
+//! index (so the cursor names a segment at or before the index's segment).
+//! Operations in flight are pinned ([`crate::epoch`]), which delays the free
+//! until they have finished. A thread parked in a cell holds no pin (a long
+//! park would stall reclamation everywhere); it holds a reference on the
+//! segment instead (`refs`): the list's own reference is dropped by the epoch
+//! collector, and whoever drops the last reference frees the segment.
+//!
+//! Freed segments go to a small per-list pool of spares, so steady traffic
+//! allocates nothing: a segment is allocated only when the pool is empty.
+
+use crate::epoch::{self, Deferred, Guard};
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::loom::sync::Arc;
+use crate::loom::CachePadded;
+use std::ptr;
+
+/// Cells per segment. Small under loom so models cross segment boundaries.
+pub(crate) const SEGMENT_CELLS: usize = if cfg!(loom) { 2 } else { 32 };
+
+/// Spare segments kept per list for reuse.
+const SPARES: usize = if cfg!(loom) { 1 } else { 4 };
+
+/// Segments allocated and not yet freed, across all lists (for tests that
+/// check memory stays bounded). A plain std atomic: not part of any protocol.
+static LIVE_SEGMENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+pub(crate) fn live_segments() -> usize {
+    LIVE_SEGMENTS.load(Ordering::Relaxed)
+}
+
+/// A cell type that can live in a segment.
+pub(crate) trait SegmentCell: Sized {
+    /// Writes a fresh (empty) cell to `slot`.
+    ///
+    /// # Safety
+    /// `slot` is valid for writes and not shared with any other thread.
+    unsafe fn init(slot: *mut Self);
+}
+
+pub(crate) struct Segment<C> {
+    /// Which `SEGMENT_CELLS`-sized block of indices this segment holds.
+    /// Written only while the segment is unshared (allocation or reuse).
+    id: u64,
+    next: AtomicPtr<Segment<C>>,
+    /// One for the list, plus one per parked waiter registered in a cell.
+    refs: AtomicUsize,
+    /// Where to return the segment when it is freed; set at retirement.
+    spares: UnsafeCell<Option<Arc<Spares<C>>>>,
+    cells: [C; SEGMENT_CELLS],
+}
+
+impl<C: SegmentCell> Segment<C> {
+    /// Allocates on the heap directly: a segment of large `T` must never be
+    /// built on the stack (crossbeam-channel 0.5.14's overflow).
+    fn alloc(id: u64) -> *mut Segment<C> {
+        LIVE_SEGMENTS.fetch_add(1, Ordering::Relaxed);
+        let mut boxed = Box::<Segment<C>>::new_uninit();
+        let p = boxed.as_mut_ptr();
+        // SAFETY: `p` points to uninitialised, unshared memory of the right
+        // layout; every field is written exactly once before `assume_init`.
+        unsafe {
+            ptr::addr_of_mut!((*p).id).write(id);
+            ptr::addr_of_mut!((*p).next).write(AtomicPtr::new(ptr::null_mut()));
+            ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
+            ptr::addr_of_mut!((*p).spares).write(UnsafeCell::new(None));
+            let cells = ptr::addr_of_mut!((*p).cells) as *mut C;
+            for i in 0..SEGMENT_CELLS {
+                C::init(cells.add(i));
+            }
+            Box::into_raw(boxed.assume_init())
+        }
+    }
+
+    /// Resets a spare for reuse as segment `id`.
+    ///
+    /// # Safety
+    /// `p` came out of the spare pool: no other thread can reach it.
+    unsafe fn reuse(p: *mut Segment<C>, id: u64) {
+        // SAFETY: exclusive access per the contract; the cells hold no values
+        // (a segment is retired only after all its indices were consumed, and
+        // every consumed cell ends without a value).
+        unsafe {
+            (*p).id = id;
+            (*p).next.store(ptr::null_mut(), Ordering::Relaxed);
+            (*p).refs.store(1, Ordering::Relaxed);
+            let cells = ptr::addr_of_mut!((*p).cells) as *mut C;
+            for i in 0..SEGMENT_CELLS {
+                ptr::drop_in_place(cells.add(i));
+                C::init(cells.add(i));
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cell(&self, index: u64) -> &C {
+        &self.cells[(index % SEGMENT_CELLS as u64) as usize]
+    }
+
+    /// Takes a reference for a waiter about to park in one of this
+    /// segment's cells. Must be called while pinned.
+    pub(crate) fn acquire_ref(&self) {
+        // Relaxed: the caller is pinned, so the list's reference is still
+        // held and the count cannot reach zero concurrently.
+        self.refs.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops a reference; the last one frees the segment.
+    ///
+    /// # Safety
+    /// The caller holds a reference taken with `acquire_ref` (or is the
+    /// epoch collector dropping the list's reference) and does not touch the
+    /// segment afterwards.
+    pub(crate) unsafe fn release_ref(p: *const Segment<C>) {
+        // SAFETY: the caller's reference keeps `p` alive until this decrement.
+        // AcqRel: the last decrement sees every other holder's accesses.
+        if unsafe { (*p).refs.fetch_sub(1, Ordering::AcqRel) } == 1 {
+            // SAFETY: no references remain and the segment is unlinked (the
+            // list reference is dropped only after retirement), so we own it.
+            unsafe { Self::free(p as *mut Segment<C>) }
+        }
+    }
+
+    /// # Safety
+    /// Exclusive ownership of a retired segment.
+    unsafe fn free(p: *mut Segment<C>) {
+        // SAFETY: exclusive ownership; `spares` was set at retirement,
+        // before the list reference was handed to the collector.
+        let pool = unsafe { (*p).spares.with_mut(|s| (*s).take()) };
+        match pool {
+            Some(pool) => pool.put(p),
+            // SAFETY: allocated by `alloc` as a Box.
+            None => drop(unsafe { Box::from_raw(p) }),
+        }
+    }
+}
+
+impl<C> Drop for Segment<C> {
+    fn drop(&mut self) {
+        LIVE_SEGMENTS.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The epoch collector's entry point for a retired segment.
+unsafe fn drop_list_ref<C: SegmentCell>(p: *mut ()) {
+    // SAFETY: `p` is a retired segment; this is the list's own reference.
+    unsafe { Segment::<C>::release_ref(p as *const Segment<C>) }
+}
+
+/// A few freed segments kept for reuse (lock-free: CAS into an empty slot,
+/// swap out of a full one; no ABA since a slot only goes null -> p -> null).
+pub(crate) struct Spares<C> {
+    slots: [AtomicPtr<Segment<C>>; SPARES],
+}
+
+impl<C: SegmentCell> Spares<C> {
+    fn new() -> Self {
+        Spares {
+            slots: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+        }
+    }
+
+    fn put(&self, p: *mut Segment<C>) {
+        for slot in &self.slots {
+            // Release: the resets done by a later taker follow our last use.
+            if slot
+                .compare_exchange(ptr::null_mut(), p, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        // SAFETY: exclusively owned (see `free`); the pool is full.
+        drop(unsafe { Box::from_raw(p) });
+    }
+
+    fn take(&self) -> *mut Segment<C> {
+        for slot in &self.slots {
+            if !slot.load(Ordering::Relaxed).is_null() {
+                let p = slot.swap(ptr::null_mut(), Ordering::Acquire);
+                if !p.is_null() {
+                    return p;
+                }
+            }
+        }
+        ptr::null_mut()
+    }
+}
+
+impl<C> Drop for Spares<C> {
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            let p = slot.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: pooled segments are owned by the pool alone.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    }
+}
+
+/// Which side of the array an operation works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Senders (or semaphore acquirers).
+    Push = 0,
+    /// Receivers (or semaphore releasers).
+    Pop = 1,
+}
+
+/// The list: the oldest live segment and one cursor per side.
+pub(crate) struct Segments<C> {
+    head: AtomicPtr<Segment<C>>,
+    cursors: [CachePadded<AtomicPtr<Segment<C>>>; 2],
+    spares: Arc<Spares<C>>,
+}
+
+impl<C: SegmentCell> Segments<C> {
+    pub(crate) fn new() -> Self {
+        let first = Segment::<C>::alloc(0);
+        Segments {
+            head: AtomicPtr::new(first),
+            cursors: [
+                CachePadded::new(AtomicPtr::new(first)),
+                CachePadded::new(AtomicPtr::new(first)),
+            ],
+            spares: Arc::new(Spares::new()),
+        }
+    }
+
+    /// The cursor of `side`; load it *before* taking an index.
+    #[inline]
+    pub(crate) fn cursor(&self, side: Side, _guard: &Guard) -> *const Segment<C> {
+        // Acquire: the segment's initialisation happens before our reads.
+        self.cursors[side as usize].load(Ordering::Acquire)
+    }
+
+    /// The oldest live segment, for walks that visit every cell (close).
+    #[inline]
+    pub(crate) fn head(&self, _guard: &Guard) -> *const Segment<C> {
+        self.head.load(Ordering::Acquire)
+    }
+
+    /// Returns the segment holding `index`, walking (and growing) the list
+    /// from `start`, which must have been loaded by the caller, while
+    /// pinned by `guard`, before `index` was taken. Moves the side's cursor
+    /// forward and retires the segments both cursors have passed.
+    #[inline]
+    ///
+    /// The reference is valid while `_guard` stays alive (or while the caller
+    /// holds a reference taken with [`Segment::acquire_ref`]).
+    pub(crate) fn find(
+        &self,
+        side: Side,
+        start: *const Segment<C>,
+        index: u64,
+        _guard: &Guard,
+    ) -> &Segment<C> {
+        let target = index / SEGMENT_CELLS as u64;
+        // SAFETY: `start` was reachable when loaded under `guard`.
+        let mut seg = unsafe { &*start };
+        if seg.id == target {
+            return seg;
+        }
+        while seg.id < target {
+            seg = self.next_or_grow(seg);
+        }
+        debug_assert_eq!(seg.id, target, "walk started past its index");
+        self.advance_cursor(side, seg);
+        seg
+    }
+
+    /// Calls `f` on the cells of indices `lo..hi` that lie in live segments
+    /// (a retired segment's cells need no visit: both sides passed them).
+    /// Never grows the list.
+    pub(crate) fn visit(&self, lo: u64, hi: u64, guard: &Guard, mut f: impl FnMut(&C)) {
+        if lo >= hi {
+            return;
+        }
+        let mut p = self.head(guard);
+        let mut index = lo;
+        while !p.is_null() && index < hi {
+            // SAFETY: reachable from `head` under the guard.
+            let seg = unsafe { &*p };
+            let base = seg.id * SEGMENT_CELLS as u64;
+            let end = base + SEGMENT_CELLS as u64;
+            if end > index {
+                index = index.max(base);
+                while index < end.min(hi) {
+                    f(seg.cell(index));
+                    index += 1;
+                }
+            }
+            p = seg.next.load(Ordering::Acquire);
+        }
+    }
+
+    fn next_or_grow(&self, seg: &Segment<C>) -> &Segment<C> {
+        let next = seg.next.load(Ordering::Acquire);
+        if !next.is_null() {
+            // SAFETY: linked from a segment we can reach under the guard.
+            return unsafe { &*next };
+        }
+        let fresh = match self.spares.take() {
+            p if p.is_null() => Segment::<C>::alloc(seg.id + 1),
+            p => {
+                // SAFETY: taken from the pool, so exclusively ours.
+                unsafe { Segment::reuse(p, seg.id + 1) };
+                p
+            }
+        };
+        // Release publishes the initialised segment; Acquire on failure
+        // reads the winner's.
+        match seg
+            .next
+            .compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // SAFETY: just linked; retirement needs a cursor past it.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` was never shared.
+                unsafe { (*fresh).refs.store(1, Ordering::Relaxed) };
+                self.spares.put(fresh);
+                // SAFETY: linked by another thread, reachable under the guard.
+                unsafe { &*winner }
+            }
+        }
+    }
+
+    fn advance_cursor(&self, side: Side, to: &Segment<C>) {
+        let cursor = &self.cursors[side as usize];
+        let mut cur = cursor.load(Ordering::Acquire);
+        // SAFETY (loop): cursors only name segments that are not yet
+        // retired when loaded, and we are pinned.
+        while unsafe { (*cur).id } < to.id {
+            match cursor.compare_exchange_weak(
+                cur,
+                to as *const _ as *mut _,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    self.retire_passed();
+                    return;
+                }
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// Unlinks (retires) every segment both cursors have moved past.
+    fn retire_passed(&self) {
+        loop {
+            let head = self.head.load(Ordering::Acquire);
+            let push = self.cursors[0].load(Ordering::Acquire);
+            let pop = self.cursors[1].load(Ordering::Acquire);
+            // SAFETY: all three are live under the caller's pin.
+            let (h, min) = unsafe { ((*head).id, (*push).id.min((*pop).id)) };
+            if h >= min {
+                return;
+            }
+            // SAFETY: head is live; a cursor is past it, so `next` is set.
+            let next = unsafe { (*head).next.load(Ordering::Acquire) };
+            if self
+                .head
+                .compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                // SAFETY: we unlinked `head` (won the CAS), so only we retire
+                // it; nobody frees it before the collector drops the list's
+                // reference.
+                unsafe {
+                    (*head).spares.with_mut(|s| *s = Some(self.spares.clone()));
+                    epoch::retire(Deferred::new(head as *mut (), drop_list_ref::<C>));
+                }
+            }
+        }
+    }
+
+    /// Visits every cell of every live segment (from `head`), in order.
+    /// The channel uses it only when it is being dropped.
+    ///
+    /// # Safety
+    /// No other thread may use the list.
+    pub(crate) unsafe fn for_each_cell_exclusive(&mut self, mut f: impl FnMut(u64, &mut C)) {
+        let mut p = self.head.load(Ordering::Relaxed);
+        while !p.is_null() {
+            // SAFETY: exclusive access per the contract.
+            let seg = unsafe { &mut *p };
+            let base = seg.id * SEGMENT_CELLS as u64;
+            for (i, c) in seg.cells.iter_mut().enumerate() {
+                f(base + i as u64, c);
+            }
+            p = seg.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+impl<C> Drop for Segments<C> {
+    fn drop(&mut self) {
+        let mut p = self.head.load(Ordering::Relaxed);
+        while !p.is_null() {
+            // SAFETY: `&mut self`: no operation is in flight. Live segments
+            // (from `head` on) are not in the collector's hands; parked
+            // waiters cannot exist without a handle.
+            let next = unsafe { (*p).next.load(Ordering::Relaxed) };
+            drop(unsafe { Box::from_raw(p) });
+            p = next;
+        }
+    }
+}

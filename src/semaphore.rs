@@ -1,0 +1,252 @@
+//! The permit counter in front of a bounded channel's sends.
+//!
+//! `bounded(n)` for `n >= 1` is the unbounded cell channel behind a counting
+//! semaphore of `n` permits: a sender takes a permit, then deposits its value
+//! without ever blocking; a receiver returns the permit after taking a value.
+//! So at most `n` sends are complete and not yet received.
+//!
+//! Why not kotlinx's `expandBuffer` (the bound kept inside the cell array):
+//! here a blocked sender waits holding its own message, so close hands it back
+//! by waking the waiter, nothing is ever stranded in a cell, and `try_send`
+//! on a full channel is a single load. The cost is one CAS per send and one
+//! fetch-and-add per receive on `permits`.
+//!
+//! The waiter queue is the semaphore of Kotlin's `SemaphoreImpl`: a negative
+//! `permits` counts waiters; an acquirer that finds none takes a cell by
+//! fetch-and-add on `enq` and parks there; a releaser that finds waiters takes
+//! a cell by fetch-and-add on `deq` and hands its permit to whoever is (or
+//! will be) in it. A waiter that gave up leaves its cell marked skip; the
+//! releaser that lands there simply releases again, which settles the count
+//! the quitter left behind.
+
+use crate::cell::{self, BUFFERED, CLAIMED, DONE, EMPTY};
+use crate::epoch;
+use crate::loom::cell::UnsafeCell;
+use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::CachePadded;
+use crate::segment::{Segment, SegmentCell, Segments, Side};
+use crate::waiter::{Entry, Outcome, Waiter, CLOSED, SELECTED};
+use crate::{Fail, Wait};
+use std::ptr;
+
+/// A semaphore cell holds only a state (`BUFFERED` means "a permit was left
+/// here before its waiter arrived"; `SKIP_SEND` means "the waiter gave up").
+pub(crate) struct WaitCell {
+    state: AtomicUsize,
+    // Keeps the layout of a cell; no payload.
+    _unit: UnsafeCell<()>,
+}
+
+impl SegmentCell for WaitCell {
+    unsafe fn init(slot: *mut Self) {
+        // SAFETY: per the trait contract.
+        unsafe {
+            slot.write(WaitCell {
+                state: AtomicUsize::new(EMPTY),
+                _unit: UnsafeCell::new(()),
+            })
+        }
+    }
+}
+
+const SKIP: usize = cell::SKIP_SEND;
+
+pub(crate) struct Semaphore {
+    /// Free permits; negative: minus the number of waiters.
+    permits: CachePadded<AtomicU64>,
+    enq: CachePadded<AtomicU64>,
+    deq: CachePadded<AtomicU64>,
+    cells: Segments<WaitCell>,
+}
+
+#[inline]
+fn signed(v: u64) -> i64 {
+    v as i64
+}
+
+impl Semaphore {
+    pub(crate) fn new(permits: usize) -> Self {
+        Semaphore {
+            permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
+            enq: CachePadded::new(AtomicU64::new(0)),
+            deq: CachePadded::new(AtomicU64::new(0)),
+            cells: Segments::new(),
+        }
+    }
+
+    /// True when no permit is free (read only).
+    #[inline]
+    pub(crate) fn is_exhausted(&self) -> bool {
+        signed(self.permits.load(Ordering::Relaxed)) <= 0
+    }
+
+    /// Takes a permit. `is_closed` is re-checked after a waiter is published
+    /// (the other half of close's fence): a closer either sees the waiter or
+    /// the waiter sees the close.
+    pub(crate) fn acquire(&self, wait: Wait, is_closed: impl Fn() -> bool) -> Result<(), Fail> {
+        let deadline = match wait {
+            Wait::Try => return self.try_acquire(is_closed),
+            Wait::Until(d) => d,
+        };
+        // Acquire: pairs with the Release in `release`, so the receive that
+        // freed this permit happens before our send.
+        let before = signed(self.permits.fetch_sub(1, Ordering::Acquire));
+        if before > 0 {
+            return Ok(());
+        }
+        let guard = epoch::pin();
+        let start = self.cells.cursor(Side::Push, &guard);
+        let index = self.enq.fetch_add(1, Ordering::Relaxed);
+        let seg = self.cells.find(Side::Push, start, index, &guard);
+        let cell = &seg.cell(index).state;
+
+        let waiter = Waiter::new();
+        let entry = Entry {
+            waiter: &waiter,
+            case: 0,
+            slot: ptr::null_mut(),
+        };
+        let word = cell::entry_word(&entry, false);
+        seg.acquire_ref();
+        // Release publishes the entry; Acquire on failure reads the permit.
+        if let Err(state) = cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
+        {
+            debug_assert_eq!(
+                state, BUFFERED,
+                "a semaphore cell can only hold a left permit"
+            );
+            cell.store(DONE, Ordering::Relaxed);
+            // SAFETY: we took the reference above and do not touch `seg` again.
+            unsafe { Segment::release_ref(seg) };
+            return Ok(());
+        }
+        drop(guard);
+        // Dekker with `close_waiters`: our entry store, then the closed check.
+        fence(Ordering::SeqCst);
+        let result = if is_closed() && waiter.try_abort() {
+            cell::withdraw(cell, word, SKIP);
+            Err(Fail::Closed)
+        } else {
+            match waiter.wait(deadline) {
+                Outcome::Selected(_) => Ok(()),
+                // Decided by the closer, which already marked the cell.
+                Outcome::Closed => Err(Fail::Closed),
+                Outcome::TimedOut => {
+                    cell::withdraw(cell, word, SKIP);
+                    Err(Fail::Timeout)
+                }
+            }
+        };
+        // SAFETY: the reference taken above; the entry is out of the cell
+        // (decided and finished, or withdrawn) so nobody reads it any more.
+        unsafe { Segment::release_ref(seg) };
+        result
+    }
+
+    /// No read-modify-write when no permit is free.
+    fn try_acquire(&self, is_closed: impl Fn() -> bool) -> Result<(), Fail> {
+        let mut cur = self.permits.load(Ordering::Relaxed);
+        loop {
+            if signed(cur) <= 0 {
+                return Err(if is_closed() {
+                    Fail::Closed
+                } else {
+                    Fail::WouldBlock
+                });
+            }
+            match self.permits.compare_exchange_weak(
+                cur,
+                cur - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// Returns a permit, handing it to a waiter if there is one.
+    pub(crate) fn release(&self) {
+        'retry: loop {
+            // Release: our receive happens before the send this permit allows.
+            let before = signed(self.permits.fetch_add(1, Ordering::Release));
+            if before >= 0 {
+                return;
+            }
+            let guard = epoch::pin();
+            let start = self.cells.cursor(Side::Pop, &guard);
+            let index = self.deq.fetch_add(1, Ordering::Relaxed);
+            let cell = &self
+                .cells
+                .find(Side::Pop, start, index, &guard)
+                .cell(index)
+                .state;
+            let mut state = cell.load(Ordering::Acquire);
+            loop {
+                match state {
+                    EMPTY => match cell.compare_exchange(
+                        EMPTY,
+                        BUFFERED,
+                        Ordering::Release,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return,
+                        Err(s) => state = s,
+                    },
+                    SKIP => continue 'retry,
+                    CLAIMED => state = cell::wait_unclaimed(cell),
+                    word if cell::is_entry(word) => match cell::claim(cell, word) {
+                        Ok(()) => {
+                            // SAFETY: we hold the claim, so the owner is still
+                            // waiting for the cell (see `cell::withdraw`).
+                            let waiter = unsafe { &*(*cell::entry_ptr(word)).waiter };
+                            if waiter.try_decide(SELECTED) {
+                                cell.store(DONE, Ordering::Relaxed);
+                                waiter.wake();
+                                return;
+                            }
+                            cell.store(SKIP, Ordering::Release);
+                            continue 'retry;
+                        }
+                        Err(s) => state = s,
+                    },
+                    other => unreachable!("semaphore cell in state {other}"),
+                }
+            }
+        }
+    }
+
+    /// Wakes every parked acquirer with `Closed`. Called once, after the
+    /// channel's closed bit is set and a SeqCst fence.
+    pub(crate) fn close_waiters(&self) {
+        let guard = epoch::pin();
+        let lo = self.deq.load(Ordering::Relaxed);
+        let hi = self.enq.load(Ordering::Relaxed);
+        self.cells.visit(lo, hi, &guard, |cell| {
+            let word = cell.state.load(Ordering::Acquire);
+            if cell::is_entry(word) {
+                close_entry(&cell.state, word, SKIP);
+            }
+        });
+    }
+}
+
+/// Closes the waiter whose entry `word` was read from `state`; `skip` marks
+/// the cell. Returns whether this call decided the waiter. If the cell moved
+/// on (a partner claimed it, or the owner withdrew), there is nothing to do:
+/// an entry published after the closer's fence sees the closed bit itself.
+pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
+    if cell::claim(state, word).is_err() {
+        return false;
+    }
+    // SAFETY: claimed, so the entry's owner is still waiting for the cell.
+    let waiter = unsafe { &*(*cell::entry_ptr(word)).waiter };
+    let won = waiter.try_decide(CLOSED);
+    // Release: a withdrawing owner waits for this store (see `cell::withdraw`).
+    state.store(skip, Ordering::Release);
+    if won {
+        waiter.wake();
+    }
+    won
+}

@@ -1,0 +1,4 @@
+//! Loom models (see README for the commands).
+#![cfg(loom)]
+
+mod chan;
