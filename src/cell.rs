@@ -20,7 +20,7 @@
 //! [`Entry`]: crate::waiter::Entry
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use crate::loom::Backoff;
+use crate::loom::{Backoff, SpinLoad};
 use crate::waiter::Entry;
 
 /// Nobody has arrived.
@@ -76,7 +76,7 @@ pub(crate) fn withdraw(state: &AtomicUsize, word: usize, skip: usize) {
     }
     let backoff = Backoff::new();
     // Acquire: the claimer's last read of our entry happens before we return.
-    while state.load(Ordering::Acquire) == CLAIMED {
+    while state.spin_load(Ordering::Acquire) == CLAIMED {
         backoff.snooze();
     }
 }
@@ -85,7 +85,7 @@ pub(crate) fn withdraw(state: &AtomicUsize, word: usize, skip: usize) {
 pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
     let backoff = Backoff::new();
     loop {
-        let s = state.load(Ordering::Acquire);
+        let s = state.spin_load(Ordering::Acquire);
         if s != CLAIMED {
             return s;
         }

@@ -273,7 +273,8 @@ mod tests {
     static FREED: StdAtomicUsize = StdAtomicUsize::new(0);
 
     unsafe fn count_free(p: *mut ()) {
-        drop(Box::from_raw(p as *mut u64));
+        // SAFETY: `p` came from `Box::into_raw` in the test and is freed once.
+        drop(unsafe { Box::from_raw(p as *mut u64) });
         FREED.fetch_add(1, Ordering::Relaxed);
     }
 

@@ -78,4 +78,14 @@ pub mod __private {
     pub fn live_segments() -> usize {
         crate::segment::live_segments()
     }
+
+    /// Runs the epoch collector a few times: with no thread pinned, frees
+    /// everything retired so far (loom checks that nothing leaks at the end
+    /// of each model). Safe at any time: it never frees what a pinned thread
+    /// may still reach.
+    pub fn collect_garbage() {
+        for _ in 0..3 {
+            crate::epoch::collect();
+        }
+    }
 }

@@ -58,15 +58,6 @@ pub(crate) mod cell {
     pub(crate) use loom::cell::UnsafeCell;
 }
 
-pub(crate) mod thread {
-    #[cfg(not(loom))]
-    #[allow(unused_imports)]
-    pub(crate) use std::thread::yield_now;
-
-    #[cfg(loom)]
-    pub(crate) use loom::thread::yield_now;
-}
-
 /// Spin-then-yield backoff. Under loom every step yields, so spin loops
 /// terminate in the model (crossbeam's `Backoff::snooze` stops yielding past
 /// its limit, which loom reads as a livelock).
@@ -116,6 +107,33 @@ impl Backoff {
 mod loom_atomic;
 
 pub(crate) mod park;
+
+/// A load for spin-waits on a one-way flag (a word another thread sets once
+/// and we wait to see). Always a plain load, also under `loom_rmw_loads`:
+/// there an RMW load lets loom order the setter's store after every one of
+/// the spinner's RMWs, an endless path that real hardware cannot take.
+pub(crate) trait SpinLoad {
+    type Value;
+    fn spin_load(&self, order: sync::atomic::Ordering) -> Self::Value;
+}
+
+macro_rules! spin_load {
+    ($atomic:ty, $value:ty) => {
+        impl SpinLoad for $atomic {
+            type Value = $value;
+            #[inline]
+            fn spin_load(&self, order: sync::atomic::Ordering) -> $value {
+                #[cfg(loom)]
+                return std::ops::Deref::deref(self).load(order);
+                #[cfg(not(loom))]
+                return self.load(order);
+            }
+        }
+    };
+}
+
+spin_load!(sync::atomic::AtomicUsize, usize);
+spin_load!(sync::atomic::AtomicU64, u64);
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_utils::CachePadded;

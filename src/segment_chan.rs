@@ -29,13 +29,12 @@ use crate::cell::{self, BUFFERED, CLAIMED, DONE, EMPTY, SKIP_RECV, SKIP_SEND};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::{Backoff, CachePadded};
+use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side};
 use crate::semaphore::{self, Semaphore};
 use crate::waiter::{Entry, Outcome, Waiter, SELECTED};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
-use std::ptr;
 
 const CLOSED_BIT: u64 = 1 << 63;
 
@@ -57,7 +56,7 @@ impl<T> SegmentCell for Cell<T> {
         // SAFETY: per the trait contract. The slot may stay uninitialised
         // (it is a `MaybeUninit`), so a large `T` is never written here.
         unsafe {
-            ptr::addr_of_mut!((*slot).state).write(AtomicUsize::new(EMPTY));
+            std::ptr::addr_of_mut!((*slot).state).write(AtomicUsize::new(EMPTY));
         }
         #[cfg(loom)]
         // SAFETY: per the trait contract (loom must build its cell tracker).
@@ -89,6 +88,9 @@ impl<T> Cell<T> {
 }
 
 /// The kinds of channel.
+// One per channel, inside its single allocation: boxing the semaphore would
+// only add a pointer chase to every bounded send.
+#[allow(clippy::large_enum_variant)]
 enum Kind {
     Unbounded,
     Rendezvous,
@@ -100,6 +102,10 @@ pub(crate) struct Channel<T> {
     senders: CachePadded<AtomicU64>,
     /// Receives started.
     receivers: CachePadded<AtomicU64>,
+    /// The send count when the channel closed (`u64::MAX` until then).
+    /// Sends that fail after the close still bump the count in `senders`,
+    /// so the count under the closed bit is not frozen; this is.
+    closed_at: AtomicU64,
     /// Send indices given up (a receive landing on them skips them) less
     /// those already skipped; keeps `len()` exact. Touched only on the
     /// cancellation and skip paths.
@@ -133,6 +139,7 @@ impl<T> Channel<T> {
         Channel {
             senders: CachePadded::new(AtomicU64::new(0)),
             receivers: CachePadded::new(AtomicU64::new(0)),
+            closed_at: AtomicU64::new(u64::MAX),
             skipped_sends: CachePadded::new(AtomicU64::new(0)),
             skipped_recvs: CachePadded::new(AtomicU64::new(0)),
             cells: Segments::new(),
@@ -145,6 +152,25 @@ impl<T> Channel<T> {
             Kind::Unbounded => None,
             Kind::Rendezvous => Some(0),
             Kind::Bounded { cap, .. } => Some(*cap),
+        }
+    }
+
+    /// For a `senders` word with the closed bit: the send count at the close.
+    /// The closer publishes it right after setting the bit; a reader that
+    /// sees the bit first waits the few instructions in between.
+    #[inline]
+    fn closed_at(&self, senders: u64) -> Option<u64> {
+        if senders & CLOSED_BIT == 0 {
+            return None;
+        }
+        let backoff = Backoff::new();
+        loop {
+            // Acquire: pairs with the closer's Release store.
+            let at = self.closed_at.spin_load(Ordering::Acquire);
+            if at != u64::MAX {
+                return Some(at);
+            }
+            backoff.snooze();
         }
     }
 
@@ -163,7 +189,8 @@ impl<T> Channel<T> {
         };
         loop {
             let r = self.receivers.load(Ordering::SeqCst);
-            let s = count(self.senders.load(Ordering::SeqCst));
+            let s = self.senders.load(Ordering::SeqCst);
+            let s = count(s).min(self.closed_at.load(Ordering::SeqCst));
             let cs = self.skipped_sends.load(Ordering::SeqCst);
             let cr = self.skipped_recvs.load(Ordering::SeqCst);
             // A consistent snapshot: nothing moved while we read.
@@ -400,6 +427,14 @@ impl<T> Channel<T> {
                         self.land_on_skip(&self.skipped_sends);
                         continue 'index;
                     }
+                    word if cell::is_entry(word) && self.is_closed() => {
+                        // A parked sender's send has not completed, and the
+                        // channel is closed: it gets its message back.
+                        if semaphore::close_entry(&cell.state, word, SKIP_SEND) {
+                            self.skipped_sends.fetch_add(1, Ordering::Relaxed);
+                        }
+                        state = cell::wait_unclaimed(&cell.state);
+                    }
                     word if cell::is_entry(word) => match cell::claim(&cell.state, word) {
                         Ok(()) => {
                             let entry = cell::entry_ptr(word);
@@ -422,7 +457,7 @@ impl<T> Channel<T> {
                     CLAIMED => state = cell::wait_unclaimed(&cell.state),
                     EMPTY => {
                         let s = self.senders.load(Ordering::Acquire);
-                        if s & CLOSED_BIT != 0 && r >= count(s) {
+                        if self.closed_at(s).is_some_and(|at| r >= at) {
                             // No send will ever take this index.
                             return Err(Fail::Closed);
                         }
@@ -519,7 +554,7 @@ impl<T> Channel<T> {
         // closer sets the bit, then scans for entries. One sees the other.
         fence(Ordering::SeqCst);
         let s = self.senders.load(Ordering::Relaxed);
-        let hopeless = s & CLOSED_BIT != 0 && (sender || index >= count(s));
+        let hopeless = self.closed_at(s).is_some_and(|at| sender || index >= at);
         let result = if hopeless && waiter.try_abort() {
             cell::withdraw(state, word, skip);
             if sender {
@@ -561,9 +596,11 @@ impl<T> Channel<T> {
         if prev & CLOSED_BIT != 0 {
             return false;
         }
+        let closed_at = count(prev);
+        // Release: pairs with the Acquire in `Channel::closed_at`.
+        self.closed_at.store(closed_at, Ordering::Release);
         // Dekker with `park_in`: the bit, then the scan for entries.
         fence(Ordering::SeqCst);
-        let closed_at = count(prev);
         let guard = epoch::pin();
         let r = self.receivers.load(Ordering::Relaxed);
         match &self.kind {

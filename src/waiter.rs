@@ -17,6 +17,7 @@
 
 use crate::loom::park::{Parker, UnparkHandle};
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::SpinLoad;
 use std::time::Instant;
 
 /// `Waiter::state`: still waiting.
@@ -97,7 +98,7 @@ impl Waiter {
 
     fn is_finished(&self) -> bool {
         // Acquire: pairs with the Release in `wake`.
-        self.done.load(Ordering::Acquire) == FINISHED
+        self.done.spin_load(Ordering::Acquire) == FINISHED
     }
 
     /// Parks until decided and finished, or until `deadline`. A timeout

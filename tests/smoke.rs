@@ -9,7 +9,7 @@ fn smoke_all_kinds() {
             None => unbounded(),
             Some(c) => bounded(c),
         };
-        let n = 20_000u64;
+        let n = if cfg!(miri) { 200 } else { 20_000u64 };
         let h = thread::spawn(move || {
             for i in 0..n {
                 tx.send(i).unwrap();

@@ -5,9 +5,10 @@
 //! unpark after the waiter's memory is gone (a stale key at worst wakes an
 //! unrelated waiter spuriously, and every waiter re-checks its flag).
 //!
-//! Under loom the waker holds the waiter's `Thread` handle instead, and a
-//! timed park never sleeps: it yields once and reports a timeout, which models
-//! a timeout that fires at any point the scheduler picks (loom has no clock).
+//! Under loom the waker holds a token shared with the waiter (a mutex and a
+//! condvar), and a timed park never sleeps: it yields once and reports a
+//! timeout, which models a timeout that fires at any point the scheduler
+//! picks (loom has no clock).
 
 use std::time::Instant;
 
@@ -17,7 +18,17 @@ pub(crate) struct UnparkHandle {
     #[cfg(not(loom))]
     key: usize,
     #[cfg(loom)]
-    thread: loom::thread::Thread,
+    token: std::sync::Arc<LoomToken>,
+}
+
+/// Under loom: an unpark token behind a mutex and condvar. (loom's own
+/// `thread::park` drops an unpark that lands while the target is in its
+/// yield state, which reads as a false deadlock.)
+#[cfg(loom)]
+#[derive(Debug)]
+pub(crate) struct LoomToken {
+    unparked: loom::sync::Mutex<bool>,
+    cv: loom::sync::Condvar,
 }
 
 impl UnparkHandle {
@@ -30,7 +41,10 @@ impl UnparkHandle {
             parking_lot_core::unpark_one(self.key, |_| parking_lot_core::DEFAULT_UNPARK_TOKEN);
         }
         #[cfg(loom)]
-        self.thread.unpark();
+        {
+            *self.token.unparked.lock().unwrap() = true;
+            self.token.cv.notify_one();
+        }
     }
 }
 
@@ -38,14 +52,17 @@ impl UnparkHandle {
 #[derive(Debug)]
 pub(crate) struct Parker {
     #[cfg(loom)]
-    thread: loom::thread::Thread,
+    token: std::sync::Arc<LoomToken>,
 }
 
 impl Parker {
     pub(crate) fn new() -> Self {
         Parker {
             #[cfg(loom)]
-            thread: loom::thread::current(),
+            token: std::sync::Arc::new(LoomToken {
+                unparked: loom::sync::Mutex::new(false),
+                cv: loom::sync::Condvar::new(),
+            }),
         }
     }
 
@@ -59,7 +76,7 @@ impl Parker {
         {
             let _ = key;
             UnparkHandle {
-                thread: self.thread.clone(),
+                token: self.token.clone(),
             }
         }
     }
@@ -92,14 +109,18 @@ impl Parker {
         #[cfg(loom)]
         {
             let _ = key;
-            if !still_waiting() {
-                return true;
-            }
             if deadline.is_some() {
+                if !still_waiting() {
+                    return true;
+                }
                 loom::thread::yield_now();
                 return false;
             }
-            loom::thread::park();
+            let mut unparked = self.token.unparked.lock().unwrap();
+            while !*unparked && still_waiting() {
+                unparked = self.token.cv.wait(unparked).unwrap();
+            }
+            *unparked = false;
             true
         }
     }
