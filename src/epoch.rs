@@ -217,16 +217,21 @@ pub(crate) fn retire(d: Deferred) {
 pub(crate) fn collect() {
     let global = global();
     try_advance(global);
-    let now = global.epoch.load(Ordering::Acquire);
     let expired: Vec<Deferred> = {
         let mut garbage = global.garbage.lock().unwrap();
         if garbage.is_empty() {
             return;
         }
+        // Read under the lock: every entry pushed so far was tagged with an
+        // epoch read before its push, so no tag is newer than `now`. (Read
+        // before the lock, a concurrent retire could push a tag of `now + 1`,
+        // whose age would wrap around to "ancient" and be freed at once.)
+        let now = global.epoch.load(Ordering::Acquire);
         let mut expired = Vec::new();
         let mut i = 0;
         while i < garbage.len() {
-            if now.wrapping_sub(garbage[i].0) >= 2 {
+            // Signed age: a tag from the future is never expired.
+            if now.wrapping_sub(garbage[i].0) as isize >= 2 {
                 expired.push(garbage.swap_remove(i).1);
             } else {
                 i += 1;
