@@ -281,7 +281,9 @@ fn ping_pong<L: Lib>(iters: u64, pin: Option<usize>) -> Duration {
 }
 
 fn sync<L: Lib>(g: &mut BenchmarkGroup<'_, WallTime>, pin: Option<usize>) {
-    g.bench_function(L::NAME, |b| b.iter_custom(|iters| ping_pong::<L>(iters, pin)));
+    g.bench_function(L::NAME, |b| {
+        b.iter_custom(|iters| ping_pong::<L>(iters, pin))
+    });
 }
 
 /// Messages moved per iteration in the producer/consumer benchmarks.
@@ -342,7 +344,12 @@ fn prod_cons<L: Lib>(cap: Option<usize>, pairs: u64, iters: u64) -> Duration {
         "{}: wrong messages received",
         L::NAME
     );
-    assert_eq!(L::try_recv(&rx), Try::Empty, "{}: messages left over", L::NAME);
+    assert_eq!(
+        L::try_recv(&rx),
+        Try::Empty,
+        "{}: messages left over",
+        L::NAME
+    );
     elapsed
 }
 

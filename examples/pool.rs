@@ -287,7 +287,10 @@ fn run_pool<P: Pool>(workers: usize, jobs: usize) -> Summary {
 fn check(s: &Summary, expected: u64) -> bool {
     let mut good = true;
     if s.sum != expected {
-        eprintln!("FAIL {}: sum {:#x}, expected {:#x}", s.name, s.sum, expected);
+        eprintln!(
+            "FAIL {}: sum {:#x}, expected {:#x}",
+            s.name, s.sum, expected
+        );
         good = false;
     }
     match s.failed.as_slice() {

@@ -33,7 +33,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let permits: usize = args.next().map_or(3, |a| a.parse().expect("permits"));
     let workers: usize = args.next().map_or(12, |a| a.parse().expect("workers"));
-    assert!(permits > 0, "a semaphore with 0 permits would block forever");
+    assert!(
+        permits > 0,
+        "a semaphore with 0 permits would block forever"
+    );
 
     let (tx, rx) = scalechan::bounded::<()>(permits);
     let inside = Arc::new(AtomicUsize::new(0));
@@ -44,8 +47,11 @@ fn main() {
     let handles: Vec<_> = (0..workers)
         .map(|w| {
             let (tx, rx) = (tx.clone(), rx.clone());
-            let (inside, max_inside, entries) =
-                (Arc::clone(&inside), Arc::clone(&max_inside), Arc::clone(&entries));
+            let (inside, max_inside, entries) = (
+                Arc::clone(&inside),
+                Arc::clone(&max_inside),
+                Arc::clone(&entries),
+            );
             thread::spawn(move || {
                 for round in 0..ROUNDS {
                     let _permit = acquire(&tx, &rx);
