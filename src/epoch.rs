@@ -311,3 +311,66 @@ mod tests {
         drop(guard);
     }
 }
+
+/// Loom models of the collector (run with `--cfg loom ... --lib`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::atomic::AtomicBool;
+
+    /// The object: `freed` flips when its deferred free runs.
+    unsafe fn mark_freed(p: *mut ()) {
+        // SAFETY: `p` is the leaked `Arc<AtomicBool>` made in the model.
+        let flag = unsafe { std::sync::Arc::from_raw(p as *const AtomicBool) };
+        flag.store(true, Ordering::Release);
+    }
+
+    /// Bound 3. A reader pinned before the unlink never sees the object
+    /// freed, while another thread retires a second object and collects
+    /// (the retire-versus-collect race: a tag newer than the collector's
+    /// epoch must not count as expired).
+    #[test]
+    fn pinned_reader_never_sees_a_free() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let freed = std::sync::Arc::new(AtomicBool::new(false));
+            let linked = std::sync::Arc::new(AtomicBool::new(true));
+            let (f2, l2) = (freed.clone(), linked.clone());
+            let reader = loom::thread::spawn(move || {
+                let _guard = pin();
+                if l2.load(Ordering::Acquire) {
+                    assert!(
+                        !f2.load(Ordering::Acquire),
+                        "freed while a pinned reader can reach it"
+                    );
+                    loom::thread::yield_now();
+                    assert!(
+                        !f2.load(Ordering::Acquire),
+                        "freed while a pinned reader can reach it"
+                    );
+                }
+            });
+            let p = std::sync::Arc::into_raw(freed.clone()) as *mut ();
+            let retirer = loom::thread::spawn(move || {
+                linked.store(false, Ordering::Release);
+                // SAFETY: unlinked above; `mark_freed` consumes the Arc once.
+                retire(unsafe { Deferred::new(p, mark_freed) });
+            });
+            let other = loom::thread::spawn(|| {
+                let q = std::sync::Arc::into_raw(std::sync::Arc::new(AtomicBool::new(false)))
+                    as *mut ();
+                // SAFETY: never shared; `mark_freed` consumes the Arc once.
+                retire(unsafe { Deferred::new(q, mark_freed) });
+                collect();
+            });
+            reader.join().unwrap();
+            retirer.join().unwrap();
+            other.join().unwrap();
+            for _ in 0..3 {
+                collect();
+            }
+            assert!(freed.load(Ordering::Acquire), "never freed");
+        });
+    }
+}
