@@ -41,7 +41,8 @@ unsafe impl Send for Deferred {}
 impl Deferred {
     /// # Safety
     /// `call(ptr)` must be sound to run exactly once, on any thread, once no
-    /// thread pinned now or later can reach `ptr`.
+    /// thread pinned now or later can reach `ptr`. It runs under the
+    /// collector's lock, so it must not call `retire` or `collect`.
     pub(crate) unsafe fn new(ptr: *mut (), call: unsafe fn(*mut ())) -> Self {
         Deferred { ptr, call }
     }
@@ -217,30 +218,22 @@ pub(crate) fn retire(d: Deferred) {
 pub(crate) fn collect() {
     let global = global();
     try_advance(global);
-    let expired: Vec<Deferred> = {
-        let mut garbage = global.garbage.lock().unwrap();
-        if garbage.is_empty() {
-            return;
+    let mut garbage = global.garbage.lock().unwrap();
+    // Read under the lock: every entry pushed so far was tagged with an epoch
+    // read before its push, so no tag is newer than `now`. (Read before the
+    // lock, a concurrent retire could push a tag of `now + 1`, whose unsigned
+    // age would wrap around to "ancient" and be freed at once.)
+    let now = global.epoch.load(Ordering::Acquire);
+    let mut i = 0;
+    while i < garbage.len() {
+        // Signed age: a tag from the future is never expired.
+        if now.wrapping_sub(garbage[i].0) as isize >= 2 {
+            // Run under the lock, so collecting allocates nothing; deferred
+            // frees only return memory (they never retire or collect).
+            garbage.swap_remove(i).1.run();
+        } else {
+            i += 1;
         }
-        // Read under the lock: every entry pushed so far was tagged with an
-        // epoch read before its push, so no tag is newer than `now`. (Read
-        // before the lock, a concurrent retire could push a tag of `now + 1`,
-        // whose age would wrap around to "ancient" and be freed at once.)
-        let now = global.epoch.load(Ordering::Acquire);
-        let mut expired = Vec::new();
-        let mut i = 0;
-        while i < garbage.len() {
-            // Signed age: a tag from the future is never expired.
-            if now.wrapping_sub(garbage[i].0) as isize >= 2 {
-                expired.push(garbage.swap_remove(i).1);
-            } else {
-                i += 1;
-            }
-        }
-        expired
-    };
-    for d in expired {
-        d.run();
     }
 }
 
