@@ -1,6 +1,11 @@
 //! loom atomics whose loads can be read-modify-writes (`--cfg loom_rmw_loads`).
 //!
-//! Every method but `load` forwards to loom through `Deref`.
+//! Under that cfg stores become swaps as well: loom may order a plain store
+//! before another thread's earlier RMW, so a thread that stores and then
+//! RMW-loads could read back an older value than its own store (a coherence
+//! violation no hardware shows; it made parked waiters and epoch
+//! participants look stuck). With every access an RMW, each location has one
+//! total order. Every other method forwards to loom through `Deref`.
 
 use loom::sync::atomic as la;
 use std::sync::atomic::Ordering;
@@ -13,6 +18,15 @@ macro_rules! int_atomic {
         impl $name {
             pub(crate) fn new(v: $int) -> Self {
                 $name(la::$name::new(v))
+            }
+
+            #[inline]
+            pub(crate) fn store(&self, v: $int, order: Ordering) {
+                if cfg!(loom_rmw_loads) {
+                    self.0.swap(v, order);
+                } else {
+                    self.0.store(v, order)
+                }
             }
 
             #[inline]
@@ -46,6 +60,15 @@ impl AtomicBool {
     }
 
     #[inline]
+    pub(crate) fn store(&self, v: bool, order: Ordering) {
+        if cfg!(loom_rmw_loads) {
+            self.0.swap(v, order);
+        } else {
+            self.0.store(v, order)
+        }
+    }
+
+    #[inline]
     pub(crate) fn load(&self, order: Ordering) -> bool {
         if cfg!(loom_rmw_loads) {
             self.0.fetch_or(false, order)
@@ -68,6 +91,15 @@ pub(crate) struct AtomicPtr<T>(la::AtomicPtr<T>);
 impl<T> AtomicPtr<T> {
     pub(crate) fn new(p: *mut T) -> Self {
         AtomicPtr(la::AtomicPtr::new(p))
+    }
+
+    #[inline]
+    pub(crate) fn store(&self, p: *mut T, order: Ordering) {
+        if cfg!(loom_rmw_loads) {
+            self.0.swap(p, order);
+        } else {
+            self.0.store(p, order)
+        }
     }
 
     #[inline]

@@ -132,12 +132,7 @@ fn close_races_send_and_try_recv() {
 
 /// Bound 2. Close wakes a parked receiver and a parked rendezvous sender,
 /// which gets its message back.
-///
-/// Not run under `loom_rmw_loads`: there a receiver spinning on the cell the
-/// closer has claimed exhausts loom's branch limit without the closer being
-/// scheduled again (open question: loom artifact or a real starvation).
 #[test]
-#[cfg(not(loom_rmw_loads))]
 fn close_wakes_parked_rendezvous_sender_and_receiver() {
     model(2, || {
         let (tx, rx) = bounded::<i32>(0);
@@ -201,12 +196,7 @@ fn bounded_blocked_sender_closed() {
 /// Bound 2. Two producers and a consumer cross segment boundaries (2 cells
 /// per segment under loom): segments are created, retired and reused while
 /// another thread may still walk them.
-///
-/// Not run under `loom_rmw_loads` yet: there the epoch collector still sees
-/// one participant pinned at the end of the model, so retired segments are
-/// reported leaked (open: rmw-load artifact or a stale pin in `epoch`).
 #[test]
-#[cfg(not(loom_rmw_loads))]
 fn segment_growth_and_reclamation() {
     model(2, || {
         let (tx, rx) = unbounded();
@@ -276,12 +266,7 @@ fn rendezvous_try_send_races_parking_receiver() {
 /// Bound 2. A receiver parks in segment 0 while the others move both
 /// cursors into segment 1, retiring segment 0: the parked receiver's
 /// reference keeps it alive until it has been served and has left.
-///
-/// Not run under `loom_rmw_loads` yet: there the epoch collector still sees
-/// one participant pinned at the end of the model, so retired segments are
-/// reported leaked (open: rmw-load artifact or a stale pin in `epoch`).
 #[test]
-#[cfg(not(loom_rmw_loads))]
 fn parked_waiter_outlives_retired_segment() {
     model(2, || {
         let (tx, rx) = unbounded();
