@@ -97,6 +97,9 @@ pub(crate) struct IndexRing {
     tail: CachePadded<AtomicU64>,
     /// An `i64` stored as its bits (the shim has no signed atomics).
     threshold: CachePadded<AtomicU64>,
+    /// `tail` when the ring was finalized (`u64::MAX` before): positions
+    /// from there on were taken by pushes that failed, `len` ignores them.
+    final_tail: AtomicU64,
     entries: Box<[AtomicU128]>,
     /// `log2(R)`.
     order: u32,
@@ -117,6 +120,7 @@ impl IndexRing {
             } else {
                 Self::threshold_for(size)
             })),
+            final_tail: AtomicU64::new(u64::MAX),
             entries: (0..size)
                 .map(|_| AtomicU128::new(pack(0, SAFE | EMPTY, 0)))
                 .collect(),
@@ -297,7 +301,11 @@ impl IndexRing {
     }
 
     fn finalize(&self) {
-        self.tail.fetch_or(FINALIZED, Ordering::SeqCst);
+        let t = self.tail.fetch_or(FINALIZED, Ordering::SeqCst);
+        if t & FINALIZED == 0 {
+            // Only the first finalizer sees the bit clear.
+            self.final_tail.store(t, Ordering::SeqCst);
+        }
     }
 
     /// Lets every dequeuer look again (LSCQ's second look into a finalized
@@ -313,10 +321,17 @@ impl IndexRing {
     /// passes it.
     fn approx_len(&self) -> usize {
         loop {
-            let t = self.tail.load(Ordering::SeqCst) & !FINALIZED;
+            let raw = self.tail.load(Ordering::SeqCst);
             let h = self.head.load(Ordering::SeqCst);
             // Re-read tail so the pair is a snapshot.
-            if self.tail.load(Ordering::SeqCst) & !FINALIZED == t {
+            if self.tail.load(Ordering::SeqCst) == raw {
+                let mut t = raw & !FINALIZED;
+                if raw & FINALIZED != 0 {
+                    // The finalizer stores `final_tail` right after setting
+                    // the bit; until then no position past `t` is real either
+                    // way, so the smaller of the two is an upper bound.
+                    t = t.min(self.final_tail.load(Ordering::SeqCst));
+                }
                 return t.saturating_sub(h) as usize;
             }
         }
