@@ -49,12 +49,37 @@ struct Node<T> {
     /// Where the ring goes once it is retired and its grace period is over.
     /// Weak: the pool owns rings, rings must not own the pool.
     pool: Weak<Pool<T>>,
+    /// loom only: written when the ring is recycled, read by every user of
+    /// the ring, so loom reports a causality violation if a thread could
+    /// still use a ring its grace period had released.
+    #[cfg(loom)]
+    canary: crate::loom::cell::UnsafeCell<u64>,
 }
 
-/// Recycled rings. A std mutex: it is held only around `Vec` operations
-/// (no loom operation inside), on the rare append and recycle paths.
+impl<T> Node<T> {
+    fn new(ring: Scq<T>, pool: Weak<Pool<T>>) -> Self {
+        Node {
+            ring,
+            next: AtomicPtr::new(ptr::null_mut()),
+            pool,
+            #[cfg(loom)]
+            canary: crate::loom::cell::UnsafeCell::new(0),
+        }
+    }
+
+    /// Records a use of the ring (loom's use-after-recycle check).
+    #[inline(always)]
+    fn touch(&self) {
+        #[cfg(loom)]
+        // SAFETY: a plain read of a `u64`; loom checks it against `recycle`.
+        self.canary.with(|p| unsafe { std::ptr::read_volatile(p) });
+    }
+}
+
+/// Recycled rings. The mutex is taken only on the rare append and recycle
+/// paths.
 struct Pool<T> {
-    rings: std::sync::Mutex<Vec<Box<Node<T>>>>,
+    rings: Mutex<Vec<Box<Node<T>>>>,
 }
 
 /// An unbounded, lock-free (but for the rare ring append, see the module
@@ -103,6 +128,9 @@ impl<T> Default for Lscq<T> {
 unsafe fn recycle<T>(p: *mut ()) {
     // SAFETY: the caller's contract: we own the box now.
     let node = unsafe { Box::from_raw(p as *mut Node<T>) };
+    #[cfg(loom)]
+    // SAFETY: we own the node; a racing user is what loom should report.
+    node.canary.with_mut(|c| unsafe { *c += 1 });
     if let Some(pool) = node.pool.upgrade() {
         let mut rings = pool.rings.lock().unwrap_or_else(|e| e.into_inner());
         if rings.len() < POOL_SIZE {
@@ -135,13 +163,12 @@ impl<T> Lscq<T> {
     #[doc(hidden)]
     pub fn with_ring_capacity(n: usize) -> Self {
         let pool = Arc::new(Pool {
-            rings: std::sync::Mutex::new(Vec::new()),
+            rings: Mutex::new(Vec::new()),
         });
-        let first = Box::into_raw(Box::new(Node {
-            ring: Scq::with_capacity(n),
-            next: AtomicPtr::new(ptr::null_mut()),
-            pool: Arc::downgrade(&pool),
-        }));
+        let first = Box::into_raw(Box::new(Node::new(
+            Scq::with_capacity(n),
+            Arc::downgrade(&pool),
+        )));
         Lscq {
             head: CachePadded::new(AtomicPtr::new(first)),
             tail: CachePadded::new(AtomicPtr::new(first)),
@@ -167,11 +194,10 @@ impl<T> Lscq<T> {
                 node.next = AtomicPtr::new(ptr::null_mut());
                 node
             }
-            None => Box::new(Node {
-                ring: Scq::with_capacity(self.ring_capacity),
-                next: AtomicPtr::new(ptr::null_mut()),
-                pool: Arc::downgrade(&self.pool),
-            }),
+            None => Box::new(Node::new(
+                Scq::with_capacity(self.ring_capacity),
+                Arc::downgrade(&self.pool),
+            )),
         };
         Box::into_raw(node)
     }
@@ -202,7 +228,9 @@ impl<T> Lscq<T> {
                     .compare_exchange(cq, next, Ordering::Release, Ordering::Relaxed);
                 continue;
             }
-            match node.ring.push_inner(value, true) {
+            let pushed = node.ring.push_inner(value, true);
+            node.touch();
+            match pushed {
                 Ok(()) => return,
                 Err(v) => value = v,
             }
@@ -246,8 +274,10 @@ impl<T> Lscq<T> {
             // SAFETY: loaded from `head` while pinned: not freed before we
             // unpin (same argument as in `push`).
             let node = unsafe { &*cq };
-            if let Some(v) = node.ring.pop() {
-                return Some(v);
+            let popped = node.ring.pop();
+            node.touch();
+            if popped.is_some() {
+                return popped;
             }
             let next = node.next.load(Ordering::Acquire);
             if next.is_null() {
@@ -257,8 +287,10 @@ impl<T> Lscq<T> {
             // push that claimed a position before that may still land: look
             // again with a full threshold, so we reach every such position.
             node.ring.reset_threshold();
-            if let Some(v) = node.ring.pop() {
-                return Some(v);
+            let popped = node.ring.pop();
+            node.touch();
+            if popped.is_some() {
+                return popped;
             }
             if self
                 .head

@@ -1,0 +1,4 @@
+#![cfg(loom)]
+
+mod lscq;
+mod scq;
