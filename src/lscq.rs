@@ -13,8 +13,8 @@
 //! taken once per `RING_CAPACITY` pushes at most; push and pop are otherwise
 //! lock-free.
 //!
-//! A pop that finds the head ring empty and sees a next ring resets that
-//! ring's threshold and looks once more (a push that claimed a position
+//! A pop that finds the head ring empty and sees a next ring looks once
+//! more, claiming every position up to the ring's final tail (a push that claimed a position
 //! before the ring was finalized may still complete there: either a pop
 //! reaches its position and takes the value, or a pop marks the position
 //! first and the push fails and moves to the next ring; nothing is left
@@ -249,8 +249,11 @@ impl<T> Lscq<T> {
                 continue;
             }
             // Release: the new ring and the value in it are initialised
-            // before any thread that loads the pointer reads them.
-            node.next.store(fresh, Ordering::Release);
+            // before any thread that loads the pointer reads them. A swap,
+            // not a store: loom 0.7 can let a later RMW (the RMW loads of
+            // `--cfg loom_rmw_loads`) read the value from before a plain
+            // store; on the rare append path an RMW costs nothing.
+            let _ = node.next.swap(fresh, Ordering::Release);
             let _ = self
                 .tail
                 .compare_exchange(cq, fresh, Ordering::Release, Ordering::Relaxed);
@@ -285,9 +288,10 @@ impl<T> Lscq<T> {
             }
             // `cq` is finalized (it was, before `next` was published). A
             // push that claimed a position before that may still land: look
-            // again with a full threshold, so we reach every such position.
-            node.ring.reset_threshold();
-            let popped = node.ring.pop();
+            // again, this time claiming every position up to the final tail
+            // whatever the threshold says, so each such push either hands us
+            // (or another popper) its value or fails and moves on.
+            let popped = node.ring.pop_finalized();
             node.touch();
             if popped.is_some() {
                 return popped;

@@ -190,7 +190,8 @@ impl IndexRing {
                     match entry.compare_exchange(e, new, Ordering::AcqRel, Ordering::Acquire) {
                         Ok(_) => {
                             if self.threshold.load(Ordering::SeqCst) != threshold {
-                                self.threshold.store(threshold, Ordering::SeqCst);
+                                // swap, not store: see `reset_threshold`.
+                                self.threshold.swap(threshold, Ordering::SeqCst);
                             }
                             return true;
                         }
@@ -224,6 +225,40 @@ impl IndexRing {
         if self.looks_empty() {
             return None;
         }
+        self.dequeue_slow(false)
+    }
+
+    /// Dequeue from a finalized ring that ignores the threshold: it claims
+    /// positions until it owns the last one ever handed to a successful
+    /// enqueuer, so when it returns `None` every position below the final
+    /// tail has a dequeuer, and no enqueue into this ring can succeed
+    /// unnoticed later (LSCQ: nothing is left behind). Terminates because
+    /// a finalized ring's tail only grows by the pushes that fail on it.
+    fn dequeue_finalized(&self) -> Option<u64> {
+        debug_assert!(self.tail.load(Ordering::SeqCst) & FINALIZED != 0);
+        let h = self.head.load(Ordering::SeqCst);
+        if self.real_tail() <= h {
+            return None;
+        }
+        self.dequeue_slow(true)
+    }
+
+    /// `tail` without [`FINALIZED`], and without the positions of pushes
+    /// that failed after finalization where that is already known.
+    #[inline]
+    fn real_tail(&self) -> u64 {
+        let raw = self.tail.load(Ordering::SeqCst);
+        let t = raw & !FINALIZED;
+        if raw & FINALIZED != 0 {
+            // The finalizer stores `final_tail` right after setting the bit;
+            // until then `t` is an upper bound.
+            t.min(self.final_tail.load(Ordering::SeqCst))
+        } else {
+            t
+        }
+    }
+
+    fn dequeue_slow(&self, sweep: bool) -> Option<u64> {
         loop {
             let h = self.head.fetch_add(1, Ordering::SeqCst);
             let hcycle = h >> self.order;
@@ -263,6 +298,12 @@ impl IndexRing {
                     Ok(_) => break,
                     Err(now) => e = now,
                 }
+            }
+            if sweep {
+                if self.real_tail() <= h + 1 {
+                    return None;
+                }
+                continue;
             }
             let t = self.tail.load(Ordering::SeqCst);
             if t & !FINALIZED <= h + 1 {
@@ -304,15 +345,18 @@ impl IndexRing {
         let t = self.tail.fetch_or(FINALIZED, Ordering::SeqCst);
         if t & FINALIZED == 0 {
             // Only the first finalizer sees the bit clear.
-            self.final_tail.store(t, Ordering::SeqCst);
+            self.final_tail.swap(t, Ordering::SeqCst);
         }
     }
 
-    /// Lets every dequeuer look again (LSCQ's second look into a finalized
-    /// ring).
+    /// Lets every dequeuer look again.
+    ///
+    /// Shared atomics are only ever written by RMWs (`swap` here): loom 0.7
+    /// can show a later RMW the value from before a plain store, which made
+    /// the `loom_rmw_loads` runs report impossible executions.
     fn reset_threshold(&self) {
         self.threshold
-            .store(Self::threshold_for(self.size()), Ordering::SeqCst);
+            .swap(Self::threshold_for(self.size()), Ordering::SeqCst);
     }
 
     /// Number of positions between `head` and `tail`: exact when no
@@ -325,14 +369,7 @@ impl IndexRing {
             let h = self.head.load(Ordering::SeqCst);
             // Re-read tail so the pair is a snapshot.
             if self.tail.load(Ordering::SeqCst) == raw {
-                let mut t = raw & !FINALIZED;
-                if raw & FINALIZED != 0 {
-                    // The finalizer stores `final_tail` right after setting
-                    // the bit; until then no position past `t` is real either
-                    // way, so the smaller of the two is an upper bound.
-                    t = t.min(self.final_tail.load(Ordering::SeqCst));
-                }
-                return t.saturating_sub(h) as usize;
+                return self.real_tail().saturating_sub(h) as usize;
             }
         }
     }
@@ -453,6 +490,12 @@ impl<T> Scq<T> {
     /// ```
     pub fn pop(&self) -> Option<T> {
         let i = self.aq.dequeue()?;
+        Some(self.take_slot(i))
+    }
+
+    /// Moves the value out of slot `i`, just taken from `aq`, and frees the
+    /// slot.
+    fn take_slot(&self, i: u64) -> T {
         let slot = &self.slots[i as usize];
         // SAFETY: `i` came out of `aq`, so the slot was initialised by the
         // pusher that enqueued `i` (its write happens before: its `aq` CAS
@@ -461,7 +504,7 @@ impl<T> Scq<T> {
         let value = slot.with(|p| unsafe { (*p).assume_init_read() });
         let ok = self.fq.enqueue(i);
         debug_assert!(ok, "fq is never finalized");
-        Some(value)
+        value
     }
 
     /// Number of values in the queue.
@@ -515,8 +558,11 @@ impl<T> Scq<T> {
         self.aq.finalize();
     }
 
-    pub(crate) fn reset_threshold(&self) {
-        self.aq.reset_threshold();
+    /// Pop from a finalized ring (LSCQ's second look): see
+    /// `IndexRing::dequeue_finalized`.
+    pub(crate) fn pop_finalized(&self) -> Option<T> {
+        let i = self.aq.dequeue_finalized()?;
+        Some(self.take_slot(i))
     }
 }
 

@@ -59,7 +59,14 @@ fn lscq_finalize_races_push() {
             assert!(one < two, "FIFO violated: {got:?}");
         }
         got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
+        assert_eq!(
+            got,
+            vec![1, 2, 3],
+            "lost or duplicated values; still inside: len {} rings {} pop {:?}",
+            q.len(),
+            q.ring_count(),
+            q.pop()
+        );
         assert_eq!(q.ring_count(), 1);
     });
 }
