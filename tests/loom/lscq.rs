@@ -32,10 +32,10 @@ fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
 /// the 1-slot ring full, finalizes it and appends a ring), T2 pushes 3 and
 /// pops. Afterwards every pushed value is found exactly once by draining
 /// from the head, so no push ever landed in a ring that pops had already
-/// left behind; 1 comes out before 2. Preemption bound 2.
+/// left behind; 1 comes out before 2. Preemption bound 3.
 #[test]
 fn lscq_finalize_races_push() {
-    model("lscq_finalize_races_push", 2, || {
+    model("lscq_finalize_races_push", 3, || {
         let q = Arc::new(Lscq::with_ring_capacity(1));
         let q1 = q.clone();
         let t1 = thread::spawn(move || {
@@ -75,10 +75,10 @@ fn lscq_finalize_races_push() {
 /// (and may stall holding the first ring), T2 pops twice, retiring rings and
 /// running the collector, which recycles a ring once its grace period is
 /// over. The canary catches any access to a recycled ring; values come out
-/// exactly once. Preemption bound 2.
+/// exactly once. Preemption bound 3.
 #[test]
 fn lscq_reclaim_races_slow_reader() {
-    model("lscq_reclaim_races_slow_reader", 2, || {
+    model("lscq_reclaim_races_slow_reader", 3, || {
         let q = Arc::new(Lscq::with_ring_capacity(1));
         for v in 1..=3u32 {
             q.push(v);

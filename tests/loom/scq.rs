@@ -181,10 +181,10 @@ fn scq_threshold_and_catchup_cap1() {
 }
 
 /// Two producers and one consumer on capacity 2: per-producer FIFO and
-/// exactly-once with three threads. Preemption bound 2.
+/// exactly-once with three threads. Preemption bound 3.
 #[test]
 fn scq_two_producers_one_consumer_cap2() {
-    model("scq_two_producers_one_consumer_cap2", 2, || {
+    model("scq_two_producers_one_consumer_cap2", 3, || {
         let q = Arc::new(Scq::with_capacity(2));
         let producers: Vec<_> = [1u32, 2]
             .into_iter()
