@@ -208,8 +208,16 @@ fn run<Q: Queue>(w: Workload, threads: usize, iters: u64) -> Duration {
     while q.pop().is_some() {
         left += 1;
     }
-    let (pushed, popped) = (pushed.load(Ordering::Relaxed), popped.load(Ordering::Relaxed));
-    assert_eq!(pushed, popped + left, "{}: items lost or duplicated", Q::NAME);
+    let (pushed, popped) = (
+        pushed.load(Ordering::Relaxed),
+        popped.load(Ordering::Relaxed),
+    );
+    assert_eq!(
+        pushed,
+        popped + left,
+        "{}: items lost or duplicated",
+        Q::NAME
+    );
     match w {
         Workload::Pair => assert_eq!(pushed, per * threads as u64, "{}: pair count", Q::NAME),
         Workload::EnqueueOnly => {
@@ -254,10 +262,7 @@ fn bounded(c: &mut Criterion) {
 }
 
 fn unbounded(c: &mut Criterion) {
-    bench_kind::<scalechan::Lscq<u64>, crossbeam_queue::SegQueue<u64>, CqUnbounded>(
-        c,
-        "unbounded",
-    );
+    bench_kind::<scalechan::Lscq<u64>, crossbeam_queue::SegQueue<u64>, CqUnbounded>(c, "unbounded");
 }
 
 criterion_group!(benches, bounded, unbounded);

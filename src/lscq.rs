@@ -375,7 +375,11 @@ impl<T> Lscq<T> {
     /// ```
     #[doc(hidden)]
     pub fn pooled_rings(&self) -> usize {
-        self.pool.rings.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.pool
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 }
 

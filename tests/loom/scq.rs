@@ -66,7 +66,10 @@ fn scq_push_pop_fifo_cap2() {
         });
         p.join().unwrap();
         let got = c.join().unwrap();
-        assert!(got.windows(2).all(|w| w[0] < w[1]), "FIFO violated: {got:?}");
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "FIFO violated: {got:?}"
+        );
         let mut all = got.clone();
         while let Some(v) = q.pop() {
             all.push(v);
@@ -108,8 +111,14 @@ fn scq_wraparound_cap1() {
         });
         let pushed = p.join().unwrap();
         let got = c.join().unwrap();
-        assert!(!pushed.is_empty(), "the first push into an empty queue must succeed");
-        assert!(got.windows(2).all(|w| w[0] < w[1]), "FIFO violated: {got:?}");
+        assert!(
+            !pushed.is_empty(),
+            "the first push into an empty queue must succeed"
+        );
+        assert!(
+            got.windows(2).all(|w| w[0] < w[1]),
+            "FIFO violated: {got:?}"
+        );
         drain_and_check(&q, got, &pushed);
     });
 }
