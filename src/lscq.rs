@@ -79,6 +79,9 @@ impl<T> Node<T> {
 /// Recycled rings. The mutex is taken only on the rare append and recycle
 /// paths.
 struct Pool<T> {
+    // Boxed: rings leave the pool as `Box::into_raw` pointers, and reusing
+    // the allocation is the point of the pool.
+    #[allow(clippy::vec_box)]
     rings: Mutex<Vec<Box<Node<T>>>>,
 }
 
