@@ -217,3 +217,33 @@ fn scq_two_producers_one_consumer_cap2() {
         drain_and_check(&q, got, &[1, 2]);
     });
 }
+
+/// The IsSafe bit with three threads on capacity 1: a slow popper holds the
+/// old value's position while a second popper laps the 2-entry ring and
+/// marks the entry unsafe, and a pusher's position lands on that entry. A
+/// pusher that reused an unsafe entry a popper had already passed would
+/// strand its value (lost or out of order). Preemption bound 3.
+#[test]
+fn scq_unsafe_bit_three_threads_cap1() {
+    model("scq_unsafe_bit_three_threads_cap1", 3, || {
+        let q = Arc::new(Scq::with_capacity(1));
+        q.push(10).unwrap();
+        let q1 = q.clone();
+        let slow = thread::spawn(move || q1.pop().into_iter().collect::<Vec<_>>());
+        let q2 = q.clone();
+        let lapper = thread::spawn(move || {
+            let mut got: Vec<u32> = q2.pop().into_iter().collect();
+            got.extend(q2.pop());
+            got
+        });
+        let q3 = q.clone();
+        let pusher = thread::spawn(move || q3.push(20).is_ok());
+        let mut got = slow.join().unwrap();
+        got.extend(lapper.join().unwrap());
+        let mut expected = vec![10];
+        if pusher.join().unwrap() {
+            expected.push(20);
+        }
+        drain_and_check(&q, got, &expected);
+    });
+}
