@@ -27,7 +27,10 @@ mod model {
     /// value -> id and id -> value. A plain std mutex: no loom operation runs
     /// while it is held, so it can neither block a loom thread nor add
     /// interleavings.
-    static TABLE: Mutex<Option<(HashMap<u128, u64>, Vec<u128>)>> = Mutex::new(None);
+    static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+
+    /// value -> id, and id -> value.
+    type Table = (HashMap<u128, u64>, Vec<u128>);
 
     fn id_of(v: u128) -> u64 {
         let mut guard = TABLE.lock().unwrap_or_else(|e| e.into_inner());
