@@ -103,3 +103,40 @@ fn lscq_reclaim_races_slow_reader() {
         assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
     });
 }
+
+/// Finalize and append racing a concurrent popper: T1 pushes 1 then 2, T2
+/// pushes 3, T3 pops twice, all on 1-value rings, so pops walk and retire
+/// rings while pushes finalize and append them. Every value comes out
+/// exactly once (popped or drained), and T1's in order. Preemption bound 2
+/// (three threads).
+#[test]
+fn lscq_finalize_races_push_and_pop() {
+    model("lscq_finalize_races_push_and_pop", 2, || {
+        let q = Arc::new(Lscq::with_ring_capacity(1));
+        let q1 = q.clone();
+        let t1 = thread::spawn(move || {
+            q1.push(1u32);
+            q1.push(2);
+        });
+        let q2 = q.clone();
+        let t2 = thread::spawn(move || q2.push(3));
+        let q3 = q.clone();
+        let t3 = thread::spawn(move || {
+            let mut got = Vec::new();
+            got.extend(q3.pop());
+            got.extend(q3.pop());
+            got
+        });
+        t1.join().unwrap();
+        t2.join().unwrap();
+        let mut got = t3.join().unwrap();
+        while let Some(v) = q.pop() {
+            got.push(v);
+        }
+        let one = got.iter().position(|&v| v == 1);
+        let two = got.iter().position(|&v| v == 2);
+        assert!(one < two, "FIFO violated: {got:?}");
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
+    });
+}
