@@ -5,7 +5,7 @@
 //!
 //! Pushes go to the ring at `tail`, pops come from the ring at `head`. When
 //! the tail ring is full, the push that finds it full sets the
-//! [`FINALIZED`](crate::scq::FINALIZED) bit in that ring's `aq` tail (every
+//! `FINALIZED` bit in that ring's `aq` tail (every
 //! later push into it fails) and appends a fresh ring holding its value.
 //! Appending takes a mutex: only the first pusher that sees the full ring
 //! allocates, the others wait for it and move on to the new ring, which
@@ -20,10 +20,10 @@
 //! first and the push fails and moves to the next ring; nothing is left
 //! behind, see seed 002 appendix 1). Then it swings `head` to the next
 //! ring, makes sure `tail` is past the old one, and retires the old ring
-//! through [`crate::epoch`]. Every access to a ring happens while pinned, so
+//! through `crate::epoch`. Every access to a ring happens while pinned, so
 //! a retired ring is recycled only after every thread that could have loaded
 //! its pointer has unpinned; recycled rings go to a small pool (at most
-//! [`POOL_SIZE`]) and are reused by the next append.
+//! `POOL_SIZE`) and are reused by the next append.
 
 use crate::epoch::{self, Deferred};
 use crate::loom::sync::atomic::{AtomicPtr, Ordering};
