@@ -34,12 +34,15 @@
 //! pool, so steady traffic does not allocate.
 #![warn(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 
+mod atomic128;
 mod cell;
 mod channel;
 mod epoch;
 mod error;
 #[allow(dead_code)] // the shim offers more than each module uses
 mod loom;
+pub mod lscq;
+pub mod scq;
 mod segment;
 mod segment_chan;
 mod semaphore;
@@ -49,6 +52,8 @@ pub use channel::{bounded, unbounded, IntoIter, Iter, Receiver, Sender, TryIter}
 pub use error::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+pub use lscq::Lscq;
+pub use scq::Scq;
 
 /// How long an operation may wait.
 #[derive(Clone, Copy, Debug)]

@@ -2,3 +2,5 @@
 #![cfg(loom)]
 
 mod chan;
+mod lscq;
+mod scq;

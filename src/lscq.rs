@@ -1,0 +1,445 @@
+//! `Lscq<T>`: an unbounded lock-free MPMC FIFO queue, a linked list of SCQ
+//! rings (Nikolaev 2019, section 6; the ByteDance LSCQ article, seed 002).
+//!
+//! # Design
+//!
+//! Pushes go to the ring at `tail`, pops come from the ring at `head`. When
+//! the tail ring is full, the push that finds it full sets the
+//! `FINALIZED` bit in that ring's `aq` tail (every
+//! later push into it fails) and appends a fresh ring holding its value.
+//! Appending takes a mutex: only the first pusher that sees the full ring
+//! allocates, the others wait for it and move on to the new ring, which
+//! avoids the allocation storm the article describes. This is the only lock,
+//! taken once per `RING_CAPACITY` pushes at most; push and pop are otherwise
+//! lock-free.
+//!
+//! A pop that finds the head ring empty and sees a next ring looks once
+//! more, claiming every position up to the ring's final tail (a push that claimed a position
+//! before the ring was finalized may still complete there: either a pop
+//! reaches its position and takes the value, or a pop marks the position
+//! first and the push fails and moves to the next ring; nothing is left
+//! behind, see seed 002 appendix 1). Then it swings `head` to the next
+//! ring, makes sure `tail` is past the old one, and retires the old ring
+//! through `crate::epoch`. Every access to a ring happens while pinned, so
+//! a retired ring is recycled only after every thread that could have loaded
+//! its pointer has unpinned; recycled rings go to a small pool (at most
+//! `POOL_SIZE`) and are reused by the next append.
+
+use crate::epoch::{self, Deferred};
+use crate::loom::sync::atomic::{AtomicPtr, Ordering};
+use crate::loom::sync::Mutex;
+use crate::loom::CachePadded;
+use crate::scq::Scq;
+use std::fmt;
+use std::ptr;
+use std::sync::{Arc, Weak};
+
+/// Values per ring.
+#[cfg(not(loom))]
+const RING_CAPACITY: usize = 1024;
+#[cfg(loom)]
+const RING_CAPACITY: usize = 2;
+
+/// Drained rings kept for reuse.
+const POOL_SIZE: usize = 2;
+
+struct Node<T> {
+    ring: Scq<T>,
+    next: AtomicPtr<Node<T>>,
+    /// Where the ring goes once it is retired and its grace period is over.
+    /// Weak: the pool owns rings, rings must not own the pool.
+    pool: Weak<Pool<T>>,
+    /// loom only: written when the ring is recycled, read by every user of
+    /// the ring, so loom reports a causality violation if a thread could
+    /// still use a ring its grace period had released.
+    #[cfg(loom)]
+    canary: crate::loom::cell::UnsafeCell<u64>,
+}
+
+impl<T> Node<T> {
+    fn new(ring: Scq<T>, pool: Weak<Pool<T>>) -> Self {
+        Node {
+            ring,
+            next: AtomicPtr::new(ptr::null_mut()),
+            pool,
+            #[cfg(loom)]
+            canary: crate::loom::cell::UnsafeCell::new(0),
+        }
+    }
+
+    /// Records a use of the ring (loom's use-after-recycle check).
+    #[inline(always)]
+    fn touch(&self) {
+        #[cfg(loom)]
+        // SAFETY: a plain read of a `u64`; loom checks it against `recycle`.
+        self.canary.with(|p| unsafe { std::ptr::read_volatile(p) });
+    }
+}
+
+/// Recycled rings. The mutex is taken only on the rare append and recycle
+/// paths.
+struct Pool<T> {
+    // Boxed: rings leave the pool as `Box::into_raw` pointers, and reusing
+    // the allocation is the point of the pool.
+    #[allow(clippy::vec_box)]
+    rings: Mutex<Vec<Box<Node<T>>>>,
+}
+
+/// An unbounded, lock-free (but for the rare ring append, see the module
+/// docs), multi-producer multi-consumer FIFO queue.
+///
+/// Values live in SCQ rings of 1024 slots; a full ring is closed and a new
+/// one linked after it, and drained rings are reclaimed and reused, so memory
+/// follows the number of values held, not the number ever pushed.
+///
+/// ```
+/// use scalechan::Lscq;
+///
+/// let q = Lscq::new();
+/// for i in 0..5000 {
+///     q.push(i);
+/// }
+/// assert_eq!(q.len(), 5000);
+/// assert_eq!(q.pop(), Some(0));
+/// ```
+pub struct Lscq<T> {
+    head: CachePadded<AtomicPtr<Node<T>>>,
+    tail: CachePadded<AtomicPtr<Node<T>>>,
+    append: Mutex<()>,
+    pool: Arc<Pool<T>>,
+    ring_capacity: usize,
+}
+
+// SAFETY: the queue owns its values and moves each to exactly one popping
+// thread; rings are shared through atomics and reclaimed through the epoch
+// scheme, so sharing the queue only moves `T`s between threads.
+unsafe impl<T: Send> Send for Lscq<T> {}
+// SAFETY: as above; `&Lscq<T>` never gives out `&T`.
+unsafe impl<T: Send> Sync for Lscq<T> {}
+
+impl<T> Default for Lscq<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Frees or recycles a retired ring.
+///
+/// # Safety
+/// `p` is a `Box<Node<T>>` leaked by `Lscq`, unreachable for every thread
+/// (the epoch grace period is over), whose ring holds no value.
+unsafe fn recycle<T>(p: *mut ()) {
+    // SAFETY: the caller's contract: we own the box now.
+    let node = unsafe { Box::from_raw(p as *mut Node<T>) };
+    #[cfg(loom)]
+    // SAFETY: we own the node; a racing user is what loom should report.
+    node.canary.with_mut(|c| unsafe { *c += 1 });
+    if let Some(pool) = node.pool.upgrade() {
+        let mut rings = pool.rings.lock().unwrap_or_else(|e| e.into_inner());
+        if rings.len() < POOL_SIZE {
+            rings.push(node);
+            return;
+        }
+    }
+    drop(node);
+}
+
+impl<T> Lscq<T> {
+    /// Creates an empty queue (one ring).
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::<u32>::new();
+    /// assert!(q.is_empty());
+    /// ```
+    pub fn new() -> Self {
+        Self::with_ring_capacity(RING_CAPACITY)
+    }
+
+    /// Creates an empty queue whose rings hold `n` values each (loom
+    /// models and tests use tiny rings).
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::with_ring_capacity(2);
+    /// for i in 0..10 { q.push(i); }
+    /// assert!(q.ring_count() >= 5);
+    /// ```
+    #[doc(hidden)]
+    pub fn with_ring_capacity(n: usize) -> Self {
+        let pool = Arc::new(Pool {
+            rings: Mutex::new(Vec::new()),
+        });
+        let first = Box::into_raw(Box::new(Node::new(
+            Scq::with_capacity(n),
+            Arc::downgrade(&pool),
+        )));
+        Lscq {
+            head: CachePadded::new(AtomicPtr::new(first)),
+            tail: CachePadded::new(AtomicPtr::new(first)),
+            append: Mutex::new(()),
+            pool,
+            ring_capacity: n,
+        }
+    }
+
+    fn new_node(&self) -> *mut Node<T> {
+        let recycled = self
+            .pool
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        let node = match recycled {
+            // A recycled ring is empty but its positions have moved on;
+            // start from a clean one only if it was finalized (always, but
+            // the cost is the same as a fresh allocation's initialisation).
+            Some(mut node) => {
+                node.ring = Scq::with_capacity(self.ring_capacity);
+                node.next = AtomicPtr::new(ptr::null_mut());
+                node
+            }
+            None => Box::new(Node::new(
+                Scq::with_capacity(self.ring_capacity),
+                Arc::downgrade(&self.pool),
+            )),
+        };
+        Box::into_raw(node)
+    }
+
+    /// Appends `value` at the back. Never fails.
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::new();
+    /// q.push("a");
+    /// assert_eq!(q.pop(), Some("a"));
+    /// ```
+    pub fn push(&self, value: T) {
+        let _guard = epoch::pin();
+        let mut value = value;
+        loop {
+            // Acquire: the ring behind the pointer was initialised before
+            // it was published (Release below).
+            let cq = self.tail.load(Ordering::Acquire);
+            // SAFETY: `cq` was reachable from `tail` while we are pinned, so
+            // it is retired (if ever) after our pin and not freed before we
+            // unpin.
+            let node = unsafe { &*cq };
+            let next = node.next.load(Ordering::Acquire);
+            if !next.is_null() {
+                // Help a lagging tail along.
+                let _ = self
+                    .tail
+                    .compare_exchange(cq, next, Ordering::Release, Ordering::Relaxed);
+                continue;
+            }
+            let pushed = node.ring.push_inner(value, true);
+            node.touch();
+            match pushed {
+                Ok(()) => return,
+                Err(v) => value = v,
+            }
+            // `cq` is finalized (or its fq ran dry): append a new ring.
+            let _lock = self.append.lock().unwrap_or_else(|e| e.into_inner());
+            if !node.next.load(Ordering::Acquire).is_null() {
+                continue; // someone appended while we waited
+            }
+            node.ring.finalize();
+            let fresh = self.new_node();
+            // SAFETY: `fresh` is ours alone until published below.
+            let pushed = unsafe { &*fresh }.ring.push(value);
+            debug_assert!(pushed.is_ok(), "a fresh ring has room");
+            if let Err(v) = pushed {
+                value = v;
+                continue;
+            }
+            // Release: the new ring and the value in it are initialised
+            // before any thread that loads the pointer reads them. A swap,
+            // not a store: loom 0.7 can let a later RMW (the RMW loads of
+            // `--cfg loom_rmw_loads`) read the value from before a plain
+            // store; on the rare append path an RMW costs nothing.
+            let _ = node.next.swap(fresh, Ordering::Release);
+            let _ = self
+                .tail
+                .compare_exchange(cq, fresh, Ordering::Release, Ordering::Relaxed);
+            return;
+        }
+    }
+
+    /// Removes the value at the front, or returns `None` if the queue is
+    /// empty.
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::new();
+    /// assert_eq!(q.pop(), None::<i32>);
+    /// q.push(1);
+    /// assert_eq!(q.pop(), Some(1));
+    /// ```
+    pub fn pop(&self) -> Option<T> {
+        let _guard = epoch::pin();
+        loop {
+            let cq = self.head.load(Ordering::Acquire);
+            // SAFETY: loaded from `head` while pinned: not freed before we
+            // unpin (same argument as in `push`).
+            let node = unsafe { &*cq };
+            let popped = node.ring.pop();
+            node.touch();
+            if popped.is_some() {
+                return popped;
+            }
+            let next = node.next.load(Ordering::Acquire);
+            if next.is_null() {
+                return None;
+            }
+            // `cq` is finalized (it was, before `next` was published). A
+            // push that claimed a position before that may still land: look
+            // again, this time claiming every position up to the final tail
+            // whatever the threshold says, so each such push either hands us
+            // (or another popper) its value or fails and moves on.
+            let popped = node.ring.pop_finalized();
+            node.touch();
+            if popped.is_some() {
+                return popped;
+            }
+            if self
+                .head
+                .compare_exchange(cq, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // No thread may reach `cq` from `tail` after this: `tail`
+                // only moves forward, and is at `cq` or past it.
+                let _ = self
+                    .tail
+                    .compare_exchange(cq, next, Ordering::AcqRel, Ordering::Relaxed);
+                // SAFETY: `cq` is unreachable from `head` and `tail` now; it
+                // is a leaked `Box<Node<T>>`, drained (the second look above
+                // found it empty after it was finalized), so `recycle` may
+                // run on any thread after the grace period.
+                epoch::retire(unsafe { Deferred::new(cq as *mut (), recycle::<T>) });
+            }
+        }
+    }
+
+    /// Number of values in the queue (the sum over its rings; see
+    /// [`Scq::len`] for exactness).
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::new();
+    /// q.push(());
+    /// q.push(());
+    /// assert_eq!(q.len(), 2);
+    /// ```
+    pub fn len(&self) -> usize {
+        let _guard = epoch::pin();
+        let mut n = 0;
+        let mut p = self.head.load(Ordering::Acquire);
+        while !p.is_null() {
+            // SAFETY: reached from `head` while pinned.
+            let node = unsafe { &*p };
+            n += node.ring.len();
+            p = node.next.load(Ordering::Acquire);
+        }
+        n
+    }
+
+    /// True if the queue holds no value.
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::<u8>::new();
+    /// assert!(q.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of rings in the list from head to tail (for tests: memory is
+    /// bounded).
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::<u8>::new();
+    /// assert_eq!(q.ring_count(), 1);
+    /// ```
+    #[doc(hidden)]
+    pub fn ring_count(&self) -> usize {
+        let _guard = epoch::pin();
+        let mut n = 0;
+        let mut p = self.head.load(Ordering::Acquire);
+        while !p.is_null() {
+            n += 1;
+            // SAFETY: reached from `head` while pinned.
+            p = unsafe { &*p }.next.load(Ordering::Acquire);
+        }
+        n
+    }
+
+    /// Number of drained rings waiting in the reuse pool.
+    ///
+    /// ```
+    /// let q = scalechan::Lscq::<u8>::new();
+    /// assert!(q.pooled_rings() <= 2);
+    /// ```
+    #[doc(hidden)]
+    pub fn pooled_rings(&self) -> usize {
+        self.pool
+            .rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+    }
+}
+
+impl<T> Drop for Lscq<T> {
+    fn drop(&mut self) {
+        // `&mut self`: nobody else can reach the list; rings already retired
+        // are not on it (and hold no value).
+        let mut p = self.head.load(Ordering::Relaxed);
+        while !p.is_null() {
+            // SAFETY: every node on the list is a leaked box only the list
+            // owns; dropping the ring drops its leftover values exactly once.
+            let node = unsafe { Box::from_raw(p) };
+            p = node.next.load(Ordering::Relaxed);
+            drop(node);
+        }
+    }
+}
+
+impl<T> fmt::Debug for Lscq<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lscq")
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grows_and_shrinks() {
+        let q = Lscq::with_ring_capacity(2);
+        for i in 0..20 {
+            q.push(i);
+        }
+        assert_eq!(q.len(), 20);
+        assert!(q.ring_count() >= 10);
+        for i in 0..20 {
+            assert_eq!(q.pop(), Some(i));
+        }
+        assert_eq!(q.pop(), None);
+        assert_eq!(q.ring_count(), 1);
+    }
+
+    #[test]
+    fn drop_drops_leftovers() {
+        use std::rc::Rc;
+        let rc = Rc::new(());
+        {
+            let q = Lscq::with_ring_capacity(3);
+            for _ in 0..10 {
+                q.push(rc.clone());
+            }
+            drop(q.pop());
+            assert_eq!(Rc::strong_count(&rc), 10);
+        }
+        assert_eq!(Rc::strong_count(&rc), 1);
+    }
+}

@@ -1,0 +1,307 @@
+//! Integration tests for `Scq` and `Lscq`.
+#![cfg(not(loom))]
+
+use scalechan::{Lscq, Scq};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+/// Scales work down under Miri.
+fn n(full: usize) -> usize {
+    if cfg!(miri) {
+        (full / 500).max(20)
+    } else {
+        full
+    }
+}
+
+trait Queue<T>: Send + Sync {
+    fn put(&self, v: T);
+    fn take(&self) -> Option<T>;
+}
+
+impl<T: Send> Queue<T> for Scq<T> {
+    fn put(&self, mut v: T) {
+        loop {
+            match self.push(v) {
+                Ok(()) => return,
+                Err(back) => {
+                    v = back;
+                    thread::yield_now();
+                }
+            }
+        }
+    }
+    fn take(&self) -> Option<T> {
+        self.pop()
+    }
+}
+
+impl<T: Send> Queue<T> for Lscq<T> {
+    fn put(&self, v: T) {
+        self.push(v)
+    }
+    fn take(&self) -> Option<T> {
+        self.pop()
+    }
+}
+
+/// `producers` threads push `per` values each, `consumers` threads pop until
+/// all are seen. Checks exactly-once delivery and per-producer FIFO order.
+fn mpmc<Q: Queue<(usize, usize)> + 'static>(q: Q, producers: usize, consumers: usize, per: usize) {
+    let q = Arc::new(q);
+    let total = producers * per;
+    let taken = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(producers + consumers));
+    let mut handles = Vec::new();
+    for p in 0..producers {
+        let (q, b) = (q.clone(), barrier.clone());
+        handles.push(thread::spawn(move || {
+            b.wait();
+            for i in 0..per {
+                q.put((p, i));
+            }
+            Vec::new()
+        }));
+    }
+    for _ in 0..consumers {
+        let (q, b, taken) = (q.clone(), barrier.clone(), taken.clone());
+        handles.push(thread::spawn(move || {
+            b.wait();
+            let mut got = Vec::new();
+            let mut last = vec![None::<usize>; producers];
+            while taken.load(Ordering::Relaxed) < total {
+                match q.take() {
+                    Some((p, i)) => {
+                        if let Some(prev) = last[p] {
+                            assert!(i > prev, "producer {p}: {i} after {prev}");
+                        }
+                        last[p] = Some(i);
+                        taken.fetch_add(1, Ordering::Relaxed);
+                        got.push((p, i));
+                    }
+                    None => thread::yield_now(),
+                }
+            }
+            got
+        }));
+    }
+    let mut seen = vec![vec![false; per]; producers];
+    for h in handles {
+        for (p, i) in h.join().unwrap() {
+            assert!(!seen[p][i], "({p}, {i}) delivered twice");
+            seen[p][i] = true;
+        }
+    }
+    assert!(seen.iter().flatten().all(|&s| s), "a value was lost");
+    assert_eq!(q.take(), None);
+}
+
+#[test]
+fn scq_mpmc_various_capacities_and_threads() {
+    for cap in [1, 2, 3, 7, 1000] {
+        for (p, c) in [(1, 1), (2, 2), (4, 4), (1, 7), (7, 1), (4, 2)] {
+            mpmc(Scq::with_capacity(cap), p, c, n(20_000) / (p * 4));
+        }
+    }
+}
+
+#[test]
+fn scq_more_threads_than_capacity() {
+    // 8 threads on a 1-slot and a 2-slot queue: the paper's k <= n bound
+    // must not matter.
+    mpmc(Scq::with_capacity(1), 4, 4, n(5_000));
+    mpmc(Scq::with_capacity(2), 5, 3, n(5_000));
+}
+
+#[test]
+fn scq_large_capacity() {
+    let cap = if cfg!(miri) { 300 } else { 1 << 17 };
+    let q = Scq::with_capacity(cap);
+    assert_eq!(q.capacity(), cap);
+    for i in 0..cap {
+        q.push(i).unwrap();
+    }
+    assert!(q.is_full());
+    assert_eq!(q.push(usize::MAX), Err(usize::MAX));
+    for i in 0..cap {
+        assert_eq!(q.pop(), Some(i));
+    }
+    assert!(q.is_empty());
+    mpmc(Scq::with_capacity(cap), 2, 2, n(20_000));
+}
+
+#[test]
+fn lscq_mpmc() {
+    for (p, c) in [(1, 1), (2, 2), (4, 4), (1, 7), (7, 1), (3, 5)] {
+        mpmc(Lscq::new(), p, c, n(40_000) / p);
+        // Tiny rings: appends and retirements all the time.
+        mpmc(Lscq::with_ring_capacity(2), p, c, n(10_000) / p);
+    }
+}
+
+#[test]
+#[should_panic(expected = "capacity must be at least 1")]
+fn scq_zero_capacity_panics() {
+    let _ = Scq::<u32>::with_capacity(0);
+}
+
+#[test]
+#[should_panic(expected = "too large")]
+fn scq_huge_capacity_panics() {
+    let _ = Scq::<u32>::with_capacity(usize::MAX);
+}
+
+#[test]
+fn scq_full_hands_value_back() {
+    for cap in [1, 2, 3, 7] {
+        let q = Scq::with_capacity(cap);
+        for i in 0..cap {
+            assert_eq!(q.push(i.to_string()), Ok(()));
+        }
+        assert!(q.is_full());
+        assert_eq!(q.len(), cap);
+        assert_eq!(q.push("x".to_string()), Err("x".to_string()));
+        assert_eq!(q.pop().as_deref(), Some("0"));
+        assert!(q.push("y".to_string()).is_ok());
+    }
+}
+
+struct Counted(Arc<AtomicUsize>);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn scq_drops_leftovers_exactly_once() {
+    for cap in [1, 2, 3, 7, 1000] {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let q = Scq::with_capacity(cap);
+        for _ in 0..cap {
+            assert!(q.push(Counted(drops.clone())).is_ok());
+        }
+        let popped = cap / 2;
+        for _ in 0..popped {
+            drop(q.pop().unwrap());
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), popped);
+        drop(q);
+        assert_eq!(drops.load(Ordering::SeqCst), cap);
+    }
+}
+
+#[test]
+fn lscq_drops_leftovers_exactly_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let q = Lscq::with_ring_capacity(3);
+    for _ in 0..100 {
+        q.push(Counted(drops.clone()));
+    }
+    for _ in 0..40 {
+        drop(q.pop().unwrap());
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 40);
+    assert_eq!(q.len(), 60);
+    drop(q);
+    assert_eq!(drops.load(Ordering::SeqCst), 100);
+}
+
+#[test]
+fn concurrent_leftovers_dropped_once() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let q = Arc::new(Lscq::with_ring_capacity(4));
+    let pushed = n(4_000);
+    let hs: Vec<_> = (0..4)
+        .map(|t| {
+            let (q, d) = (q.clone(), drops.clone());
+            thread::spawn(move || {
+                for i in 0..pushed {
+                    q.push(Counted(d.clone()));
+                    if (i + t) % 3 == 0 {
+                        drop(q.pop());
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let left = q.len();
+    let dropped = drops.load(Ordering::SeqCst);
+    assert_eq!(left + dropped, 4 * pushed);
+    drop(q);
+    assert_eq!(drops.load(Ordering::SeqCst), 4 * pushed);
+}
+
+#[test]
+fn lscq_ring_count_bounded() {
+    // 10 million push/pop pairs in bursts that span several rings (Miri:
+    // a few thousand).
+    let pairs = if cfg!(miri) { 2_000 } else { 10_000_000 };
+    let q = Lscq::new();
+    let burst = 3 * 1024 + 17; // crosses ring boundaries every burst
+    let mut done = 0;
+    let mut max_rings = 0;
+    while done < pairs {
+        let k = burst.min(pairs - done);
+        for i in 0..k {
+            q.push(i);
+        }
+        max_rings = max_rings.max(q.ring_count());
+        for i in 0..k {
+            assert_eq!(q.pop(), Some(i));
+        }
+        done += k;
+    }
+    assert!(max_rings <= 5, "{max_rings} rings for a burst of {burst}");
+    assert_eq!(q.ring_count(), 1);
+    assert!(q.pooled_rings() <= 2);
+
+    // Single-thread pairs never need a second ring.
+    let q = Lscq::new();
+    for i in 0..n(100_000) {
+        q.push(i);
+        assert_eq!(q.pop(), Some(i));
+    }
+    assert_eq!(q.ring_count(), 1);
+}
+
+#[test]
+fn lscq_ring_count_bounded_concurrent() {
+    let q = Arc::new(Lscq::new());
+    let per = n(200_000);
+    let hs: Vec<_> = (0..4)
+        .map(|_| {
+            let q = q.clone();
+            thread::spawn(move || {
+                for i in 0..per {
+                    q.push(i);
+                    while q.pop().is_none() {
+                        thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    assert!(q.is_empty());
+    assert!(q.ring_count() <= 2, "{} rings", q.ring_count());
+}
+
+#[test]
+fn send_sync_debug() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Scq<String>>();
+    assert_send_sync::<Lscq<String>>();
+    let q = Scq::with_capacity(2);
+    q.push(1).unwrap();
+    assert!(format!("{q:?}").contains("len: 1"));
+    let l = Lscq::new();
+    l.push(1);
+    assert!(format!("{l:?}").contains("len: 1"));
+}
