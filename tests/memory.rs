@@ -1,0 +1,233 @@
+//! Memory behaviour: steady traffic does not allocate, and a long-lived
+//! channel's segment list stays small.
+//!
+//! This binary holds ONE `#[test]` that runs its scenarios one after the
+//! other: the allocation counter and `live_segments()` are process-global,
+//! so no other test may run beside them.
+
+use scalechan::{bounded, unbounded};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+
+/// Counts allocations (and reallocations) while `COUNTING` is set.
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards every call to `System` unchanged.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: per GlobalAlloc's contract, passed through.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: as above.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Runs `f` and returns how many allocations happened (on any thread).
+fn count_allocs(f: impl FnOnce()) -> usize {
+    ALLOCS.store(0, Ordering::SeqCst);
+    COUNTING.store(true, Ordering::SeqCst);
+    f();
+    COUNTING.store(false, Ordering::SeqCst);
+    ALLOCS.load(Ordering::SeqCst)
+}
+
+/// Allowed allocations in a measured phase of 100_000 messages.
+///
+/// Why a small constant and not zero: segments are recycled through a pool
+/// of 4 spares per list, and a retired segment returns to the pool only
+/// after the global epoch has advanced twice; while the pool runs dry at the
+/// start of the phase a few fresh segments may be allocated, and the epoch
+/// machinery may grow its garbage list's capacity a few times. None of that
+/// scales with the number of messages. A per-message (or per-segment, i.e.
+/// every 32 messages: ~3000 here) allocation would blow far past 64.
+const BUDGET: usize = 64;
+
+const MESSAGES: usize = 100_000;
+
+fn unbounded_single_thread() -> usize {
+    let (tx, rx) = unbounded::<u64>();
+    let run = |n: usize| {
+        // Bursts of 50: crosses segment boundaries constantly, keeps a
+        // couple of segments live.
+        let mut i = 0;
+        while i < n {
+            for k in 0..50 {
+                tx.send((i + k) as u64).unwrap();
+            }
+            for k in 0..50 {
+                assert_eq!(rx.recv(), Ok((i + k) as u64));
+            }
+            i += 50;
+        }
+    };
+    run(10_000); // warm-up: fill the spare pool, register the thread
+    count_allocs(|| run(MESSAGES))
+}
+
+fn bounded_single_thread(cap: usize) -> usize {
+    let (tx, rx) = bounded::<u64>(cap);
+    let run = |n: usize| {
+        let mut i = 0;
+        while i < n {
+            for k in 0..cap {
+                tx.try_send((i + k) as u64).unwrap();
+            }
+            assert!(tx.is_full());
+            for k in 0..cap {
+                assert_eq!(rx.try_recv(), Ok((i + k) as u64));
+            }
+            i += cap;
+        }
+    };
+    run(10_000);
+    count_allocs(|| run(MESSAGES))
+}
+
+fn bounded_two_threads(cap: usize) -> usize {
+    // Producer thread blocks on the semaphore when full, consumer blocks on
+    // empty: exercises the parking paths (waiter cells of the semaphore too).
+    let (tx, rx) = bounded::<u64>(cap);
+    let (go_tx, go_rx) = bounded::<bool>(0);
+    let h = thread::spawn(move || {
+        while let Ok(measured) = go_rx.recv() {
+            let n = if measured { MESSAGES } else { 10_000 };
+            for i in 0..n {
+                tx.send(i as u64).unwrap();
+            }
+        }
+    });
+    let run = |measured: bool| {
+        let n = if measured { MESSAGES } else { 10_000 };
+        go_tx.send(measured).unwrap();
+        for i in 0..n {
+            assert_eq!(rx.recv(), Ok(i as u64));
+        }
+    };
+    run(false);
+    let allocs = count_allocs(|| run(true));
+    drop(go_tx);
+    h.join().unwrap();
+    allocs
+}
+
+fn rendezvous_ping_pong() -> usize {
+    let (ping_tx, ping_rx) = bounded::<u64>(0);
+    let (pong_tx, pong_rx) = bounded::<u64>(0);
+    let h = thread::spawn(move || {
+        for v in ping_rx.iter() {
+            pong_tx.send(v + 1).unwrap();
+        }
+    });
+    let run = |n: usize| {
+        // Each round trip is two rendezvous messages.
+        for i in 0..n / 2 {
+            ping_tx.send(i as u64).unwrap();
+            assert_eq!(pong_rx.recv(), Ok(i as u64 + 1));
+        }
+    };
+    run(10_000);
+    let allocs = count_allocs(|| run(MESSAGES));
+    drop(ping_tx);
+    h.join().unwrap();
+    allocs
+}
+
+fn long_lived_unbounded_segments() -> (usize, usize) {
+    let total: usize = if cfg!(miri) {
+        20_000
+    } else if cfg!(debug_assertions) {
+        1_000_000
+    } else {
+        10_000_000
+    };
+    let base = scalechan::__private::live_segments();
+    let (tx, rx) = unbounded::<u64>();
+    let mut peak = 0;
+    let burst = 1000;
+    let mut i = 0;
+    while i < total {
+        for k in 0..burst {
+            tx.send((i + k) as u64).unwrap();
+        }
+        // A burst of 1000 spans 32 segments; the list must shrink back.
+        let live = scalechan::__private::live_segments();
+        peak = peak.max(live - base.min(live));
+        for k in 0..burst {
+            assert_eq!(rx.try_recv(), Ok((i + k) as u64));
+        }
+        i += burst;
+    }
+    assert!(rx.is_empty());
+    let after_drain = scalechan::__private::live_segments() - base;
+    drop((tx, rx));
+    (after_drain, peak)
+}
+
+#[test]
+fn memory() {
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    let mut check = |name: &str, allocs: usize| {
+        report.push(format!("{name}: {allocs} allocations"));
+        if allocs >= BUDGET {
+            failures.push(format!(
+                "{name}: {allocs} allocations for {MESSAGES} messages (budget {BUDGET})"
+            ));
+        }
+    };
+
+    // (a) steady traffic allocates O(1) times.
+    check("unbounded, one thread", unbounded_single_thread());
+    check("bounded(16), one thread", bounded_single_thread(16));
+    check("bounded(1), one thread", bounded_single_thread(1));
+    check("bounded(16), two threads", bounded_two_threads(16));
+    check("bounded(0), ping-pong", rendezvous_ping_pong());
+
+    // (b) a long-lived unbounded channel keeps its segment list small.
+    let (after_drain, peak) = long_lived_unbounded_segments();
+    report.push(format!(
+        "unbounded long-lived: {after_drain} live segments after drain, peak {peak}"
+    ));
+    // A burst of 1000 messages needs 32 segments of 32 cells; reclamation
+    // lags by two epochs, so the peak may exceed that a little. 64 bounds
+    // it: unbounded growth would reach thousands.
+    if after_drain >= 64 {
+        failures.push(format!(
+            "{after_drain} segments live after draining (limit 64)"
+        ));
+    }
+    if peak >= 128 {
+        failures.push(format!(
+            "peak of {peak} segments during bursts of 1000 (limit 128)"
+        ));
+    }
+
+    eprintln!("{}", report.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
