@@ -21,7 +21,7 @@
 
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::{Backoff, SpinLoad};
-use crate::waiter::Entry;
+use crate::waiter::{Entry, Waiter, CLOSED, SELECTED};
 
 /// Nobody has arrived.
 pub(crate) const EMPTY: usize = 0;
@@ -61,6 +61,54 @@ pub(crate) fn claim(state: &AtomicUsize, word: usize) -> Result<(), usize> {
     state
         .compare_exchange(word, CLAIMED, Ordering::Acquire, Ordering::Acquire)
         .map(|_| ())
+}
+
+/// What [`claim_waiter`] found.
+pub(crate) enum Claim<'a> {
+    /// The waiter is ours: move the value through `slot` (a
+    /// `*mut MaybeUninit<T>` of the cell's `T`), then call [`finish`].
+    Won { waiter: &'a Waiter, slot: *mut () },
+    /// The waiter was already decided (it timed out, or was closed); the
+    /// cell is now `skip`.
+    Gone,
+    /// The cell changed before we could claim it; this is its new state.
+    Moved(usize),
+}
+
+/// A partner (or, with `close`, a closer) takes the waiter whose entry
+/// `word` it read from `state`: claims the cell, then decides the waiter
+/// for the entry's case (or `CLOSED`). A lost decision leaves `skip`.
+#[inline]
+pub(crate) fn claim_waiter<'a>(
+    state: &AtomicUsize,
+    word: usize,
+    skip: usize,
+    close: bool,
+) -> Claim<'a> {
+    if let Err(now) = claim(state, word) {
+        return Claim::Moved(now);
+    }
+    let entry = entry_ptr(word);
+    // SAFETY: we hold the claim, so the entry's owner cannot return (see
+    // `withdraw`) and the entry is alive until we release the cell.
+    let (waiter, case, slot) = unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
+    if waiter.try_decide(if close { CLOSED } else { SELECTED + case }) {
+        Claim::Won { waiter, slot }
+    } else {
+        // Release: a withdrawing owner waits for this store.
+        state.store(skip, Ordering::Release);
+        Claim::Gone
+    }
+}
+
+/// Completes a won claim: releases the cell as `end` and wakes the waiter.
+/// The waiter (and, for a closer, its cell's segment) may be gone after.
+#[inline]
+pub(crate) fn finish(state: &AtomicUsize, end: usize, waiter: &Waiter) {
+    // Release: a withdrawing owner, or a receiver spinning on CLAIMED, reads
+    // the cell after us.
+    state.store(end, Ordering::Release);
+    waiter.wake();
 }
 
 /// The owner of an aborted entry takes it out of its cell, leaving `skip`.

@@ -25,14 +25,14 @@
 //! **Indices** are 63-bit counts: at one operation per nanosecond they wrap
 //! after 292 years, so wrap-around is not handled.
 
-use crate::cell::{self, BUFFERED, CLAIMED, DONE, EMPTY, SKIP_RECV, SKIP_SEND};
+use crate::cell::{self, Claim, BUFFERED, CLAIMED, DONE, EMPTY, SKIP_RECV, SKIP_SEND};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side};
 use crate::semaphore::{self, Semaphore};
-use crate::waiter::{Entry, Outcome, Waiter, SELECTED};
+use crate::waiter::{Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
 
@@ -258,26 +258,19 @@ impl<T> Channel<T> {
                         msg = unsafe { cell.read() };
                         continue 'index;
                     }
-                    word if cell::is_entry(word) => match cell::claim(&cell.state, word) {
-                        Ok(()) => {
-                            let entry = cell::entry_ptr(word);
-                            // SAFETY: claimed: the parked receiver cannot
-                            // return before we release the cell.
-                            let (waiter, case, slot) =
-                                unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
-                            if waiter.try_decide(SELECTED + case) {
-                                // SAFETY: we own the value in our cell, and
-                                // the waiter's slot is ours to fill now.
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(&cell.state, word, SKIP_RECV, false) {
+                            Claim::Won { waiter, slot } => {
+                                // SAFETY: the value in our cell is ours, and the
+                                // decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(cell.read()) };
-                                cell.state.store(DONE, Ordering::Relaxed);
-                                waiter.wake();
+                                cell::finish(&cell.state, DONE, waiter);
                                 return Ok(());
                             }
-                            cell.state.store(SKIP_RECV, Ordering::Release);
-                            state = SKIP_RECV;
+                            Claim::Gone => state = SKIP_RECV,
+                            Claim::Moved(s) => state = s,
                         }
-                        Err(s) => state = s,
-                    },
+                    }
                     other => unreachable!("send found cell in state {other}"),
                 }
             }
@@ -312,24 +305,18 @@ impl<T> Channel<T> {
                         self.land_on_skip(&self.skipped_recvs);
                         continue 'index;
                     }
-                    word if cell::is_entry(word) => match cell::claim(&cell.state, word) {
-                        Ok(()) => {
-                            let entry = cell::entry_ptr(word);
-                            // SAFETY: claimed, see `send_buffered`.
-                            let (waiter, case, slot) =
-                                unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
-                            if waiter.try_decide(SELECTED + case) {
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(&cell.state, word, SKIP_RECV, false) {
+                            Claim::Won { waiter, slot } => {
                                 // SAFETY: the decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(msg) };
-                                cell.state.store(DONE, Ordering::Relaxed);
-                                waiter.wake();
+                                cell::finish(&cell.state, DONE, waiter);
                                 return Ok(());
                             }
-                            cell.state.store(SKIP_RECV, Ordering::Release);
-                            state = SKIP_RECV;
+                            Claim::Gone => state = SKIP_RECV,
+                            Claim::Moved(s) => state = s,
                         }
-                        Err(s) => state = s,
-                    },
+                    }
                     EMPTY => match wait {
                         Wait::Try => {
                             // The receiver took its index but has not parked
@@ -435,25 +422,18 @@ impl<T> Channel<T> {
                         }
                         state = cell::wait_unclaimed(&cell.state);
                     }
-                    word if cell::is_entry(word) => match cell::claim(&cell.state, word) {
-                        Ok(()) => {
-                            let entry = cell::entry_ptr(word);
-                            // SAFETY: claimed: the parked sender cannot
-                            // return before we release the cell.
-                            let (waiter, case, slot) =
-                                unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
-                            if waiter.try_decide(SELECTED + case) {
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(&cell.state, word, SKIP_SEND, false) {
+                            Claim::Won { waiter, slot } => {
                                 // SAFETY: the decided sender's value is ours.
                                 let msg = unsafe { (slot as *mut T).read() };
-                                cell.state.store(DONE, Ordering::Relaxed);
-                                waiter.wake();
+                                cell::finish(&cell.state, DONE, waiter);
                                 return Ok(self.received(msg));
                             }
-                            cell.state.store(SKIP_SEND, Ordering::Release);
-                            state = SKIP_SEND;
+                            Claim::Gone => state = SKIP_SEND,
+                            Claim::Moved(s) => state = s,
                         }
-                        Err(s) => state = s,
-                    },
+                    }
                     CLAIMED => state = cell::wait_unclaimed(&cell.state),
                     EMPTY => {
                         let s = self.senders.load(Ordering::Acquire);

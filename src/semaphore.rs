@@ -19,13 +19,13 @@
 //! releaser that lands there simply releases again, which settles the count
 //! the quitter left behind.
 
-use crate::cell::{self, BUFFERED, CLAIMED, DONE, EMPTY};
+use crate::cell::{self, Claim, BUFFERED, CLAIMED, DONE, EMPTY};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
 use crate::segment::{Segment, SegmentCell, Segments, Side};
-use crate::waiter::{Entry, Outcome, Waiter, CLOSED, SELECTED};
+use crate::waiter::{Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::ptr;
 
@@ -196,21 +196,16 @@ impl Semaphore {
                     },
                     SKIP => continue 'retry,
                     CLAIMED => state = cell::wait_unclaimed(cell),
-                    word if cell::is_entry(word) => match cell::claim(cell, word) {
-                        Ok(()) => {
-                            // SAFETY: we hold the claim, so the owner is still
-                            // waiting for the cell (see `cell::withdraw`).
-                            let waiter = unsafe { &*(*cell::entry_ptr(word)).waiter };
-                            if waiter.try_decide(SELECTED) {
-                                cell.store(DONE, Ordering::Relaxed);
-                                waiter.wake();
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(cell, word, SKIP, false) {
+                            Claim::Won { waiter, .. } => {
+                                cell::finish(cell, DONE, waiter);
                                 return;
                             }
-                            cell.store(SKIP, Ordering::Release);
-                            continue 'retry;
+                            Claim::Gone => continue 'retry,
+                            Claim::Moved(s) => state = s,
                         }
-                        Err(s) => state = s,
-                    },
+                    }
                     other => unreachable!("semaphore cell in state {other}"),
                 }
             }
@@ -237,16 +232,11 @@ impl Semaphore {
 /// on (a partner claimed it, or the owner withdrew), there is nothing to do:
 /// an entry published after the closer's fence sees the closed bit itself.
 pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
-    if cell::claim(state, word).is_err() {
-        return false;
+    match cell::claim_waiter(state, word, skip, true) {
+        Claim::Won { waiter, .. } => {
+            cell::finish(state, skip, waiter);
+            true
+        }
+        Claim::Gone | Claim::Moved(_) => false,
     }
-    // SAFETY: claimed, so the entry's owner is still waiting for the cell.
-    let waiter = unsafe { &*(*cell::entry_ptr(word)).waiter };
-    let won = waiter.try_decide(CLOSED);
-    // Release: a withdrawing owner waits for this store (see `cell::withdraw`).
-    state.store(skip, Ordering::Release);
-    if won {
-        waiter.wake();
-    }
-    won
 }
