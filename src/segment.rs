@@ -392,15 +392,12 @@ impl<C: SegmentCell> Segments<C> {
     ///
     /// # Safety
     /// No other thread may use the list.
-    pub(crate) unsafe fn for_each_cell_exclusive(&mut self, mut f: impl FnMut(u64, &mut C)) {
+    pub(crate) unsafe fn for_each_cell_exclusive(&mut self, mut f: impl FnMut(&mut C)) {
         let mut p = self.head.load(Ordering::Relaxed);
         while !p.is_null() {
             // SAFETY: exclusive access per the contract.
             let seg = unsafe { &mut *p };
-            let base = seg.id * SEGMENT_CELLS as u64;
-            for (i, c) in seg.cells.iter_mut().enumerate() {
-                f(base + i as u64, c);
-            }
+            seg.cells.iter_mut().for_each(&mut f);
             p = seg.next.load(Ordering::Relaxed);
         }
     }

@@ -321,20 +321,8 @@ impl<T> Channel<T> {
                         Wait::Try => {
                             // The receiver took its index but has not parked
                             // yet: give it a moment, then give the index up.
-                            if let Some(s) = spin_while_empty(&cell.state) {
-                                state = s;
-                                continue;
-                            }
-                            match cell.state.compare_exchange(
-                                EMPTY,
-                                SKIP_SEND,
-                                Ordering::Relaxed,
-                                Ordering::Acquire,
-                            ) {
-                                Ok(_) => {
-                                    self.skipped_sends.fetch_add(1, Ordering::Relaxed);
-                                    continue 'index;
-                                }
+                            match give_up(&cell.state, SKIP_SEND, &self.skipped_sends) {
+                                Ok(()) => continue 'index,
                                 Err(s) => state = s,
                             }
                         }
@@ -443,21 +431,10 @@ impl<T> Channel<T> {
                         }
                         match wait {
                             Wait::Try => {
-                                if let Some(s) = spin_while_empty(&cell.state) {
-                                    state = s;
-                                    continue;
-                                }
-                                // The sender is slow: give the index up.
-                                match cell.state.compare_exchange(
-                                    EMPTY,
-                                    SKIP_RECV,
-                                    Ordering::Relaxed,
-                                    Ordering::Acquire,
-                                ) {
-                                    Ok(_) => {
-                                        self.skipped_recvs.fetch_add(1, Ordering::Relaxed);
-                                        continue 'index;
-                                    }
+                                // The sender took its index but has not
+                                // written yet: wait a moment, then give up.
+                                match give_up(&cell.state, SKIP_RECV, &self.skipped_recvs) {
+                                    Ok(()) => continue 'index,
                                     Err(s) => state = s,
                                 }
                             }
@@ -633,26 +610,30 @@ enum ParkFail {
     Fail(Fail),
 }
 
-/// Spins briefly while a cell is EMPTY because its partner is between its
-/// fetch-and-add and its CAS. `Some(state)` once it changed.
+/// A non-blocking operation found its cell EMPTY: the partner is between
+/// its fetch-and-add and its CAS. Spins briefly for it, then gives the index
+/// up (the cell becomes `skip`, counted in `skipped`). `Err(state)`: the
+/// partner arrived; settle the cell in that state instead.
 #[inline]
-fn spin_while_empty(state: &AtomicUsize) -> Option<usize> {
+fn give_up(state: &AtomicUsize, skip: usize, skipped: &AtomicU64) -> Result<(), usize> {
     let backoff = Backoff::new();
     for _ in 0..4 {
         backoff.spin();
         let s = state.load(Ordering::Acquire);
         if s != EMPTY {
-            return Some(s);
+            return Err(s);
         }
     }
-    None
+    state.compare_exchange(EMPTY, skip, Ordering::Relaxed, Ordering::Acquire)?;
+    skipped.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 impl<T> Drop for Channel<T> {
     fn drop(&mut self) {
         // SAFETY: `&mut self`: no handle, so no operation, exists.
         unsafe {
-            self.cells.for_each_cell_exclusive(|_, cell| {
+            self.cells.for_each_cell_exclusive(|cell| {
                 if cell.state.load(Ordering::Relaxed) == BUFFERED {
                     cell.state.store(DONE, Ordering::Relaxed);
                     drop(cell.read());

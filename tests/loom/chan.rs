@@ -5,21 +5,12 @@
 //! A timed wait under loom never sleeps: it yields once and reports a
 //! timeout, i.e. the timeout fires at whatever point the scheduler picks.
 
+use crate::model;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use scalechan::{bounded, unbounded, RecvTimeoutError, SendTimeoutError, TryRecvError};
 use std::time::Duration;
-
-fn model(bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.max_branches = 20_000;
-    builder.check(move || {
-        f();
-        scalechan::__private::collect_garbage();
-    });
-}
 
 /// Counts drops, so the models can check "dropped exactly once".
 struct Token(Arc<AtomicUsize>);
@@ -34,7 +25,7 @@ impl Drop for Token {
 /// that parks first is woken (no lost wake-up).
 #[test]
 fn unbounded_send_meets_parked_recv() {
-    model(3, || {
+    model("unbounded_send_meets_parked_recv", 3, || {
         let (tx, rx) = unbounded();
         let t = thread::spawn(move || rx.recv().unwrap());
         let s = thread::spawn(move || tx.send(7).unwrap());
@@ -47,7 +38,7 @@ fn unbounded_send_meets_parked_recv() {
 /// whichever parks first.
 #[test]
 fn rendezvous_send_recv() {
-    model(3, || {
+    model("rendezvous_send_recv", 3, || {
         let (tx, rx) = bounded(0);
         let taken = Arc::new(AtomicUsize::new(0));
         let taken2 = taken.clone();
@@ -67,7 +58,7 @@ fn rendezvous_send_recv() {
 /// arrives: the message reaches the receiver or stays in the channel.
 #[test]
 fn recv_timeout_races_send() {
-    model(3, || {
+    model("recv_timeout_races_send", 3, || {
         let (tx, rx) = unbounded();
         let rx2 = rx.clone();
         let r = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)));
@@ -89,7 +80,7 @@ fn recv_timeout_races_send() {
 /// the message is taken once or handed back, never lost.
 #[test]
 fn rendezvous_send_timeout_races_recv() {
-    model(3, || {
+    model("rendezvous_send_timeout_races_recv", 3, || {
         let (tx, rx) = bounded(0);
         let s = thread::spawn(move || tx.send_timeout(9, Duration::from_millis(1)));
         let r = thread::spawn(move || rx.recv_timeout(Duration::from_millis(1)));
@@ -110,7 +101,7 @@ fn rendezvous_send_timeout_races_recv() {
 /// a message whose send returned `Ok` is received exactly once.
 #[test]
 fn close_races_send_and_try_recv() {
-    model(3, || {
+    model("close_races_send_and_try_recv", 3, || {
         let (tx, rx) = unbounded();
         let tx2 = tx.clone();
         let rx2 = rx.clone();
@@ -134,31 +125,35 @@ fn close_races_send_and_try_recv() {
 /// which gets its message back.
 #[test]
 fn close_wakes_parked_rendezvous_sender_and_receiver() {
-    model(2, || {
-        let (tx, rx) = bounded::<i32>(0);
-        let tx2 = tx.clone();
-        let s = thread::spawn(move || tx2.send(3));
-        let c = thread::spawn(move || {
-            tx.close();
-        });
-        let got = rx.recv();
-        let sent = s.join().unwrap();
-        c.join().unwrap();
-        match sent {
-            Ok(()) => assert_eq!(got, Ok(3)),
-            Err(e) => {
-                assert_eq!(e.into_inner(), 3);
-                assert!(got.is_err());
+    model(
+        "close_wakes_parked_rendezvous_sender_and_receiver",
+        2,
+        || {
+            let (tx, rx) = bounded::<i32>(0);
+            let tx2 = tx.clone();
+            let s = thread::spawn(move || tx2.send(3));
+            let c = thread::spawn(move || {
+                tx.close();
+            });
+            let got = rx.recv();
+            let sent = s.join().unwrap();
+            c.join().unwrap();
+            match sent {
+                Ok(()) => assert_eq!(got, Ok(3)),
+                Err(e) => {
+                    assert_eq!(e.into_inner(), 3);
+                    assert!(got.is_err());
+                }
             }
-        }
-    });
+        },
+    );
 }
 
 /// Bound 3. bounded(1): the second send blocks until the receiver frees the
 /// slot (full -> not-full wake-up); order is FIFO.
 #[test]
 fn bounded_full_then_not_full() {
-    model(3, || {
+    model("bounded_full_then_not_full", 3, || {
         let (tx, rx) = bounded(1);
         let s = thread::spawn(move || {
             tx.send(1).unwrap();
@@ -174,7 +169,7 @@ fn bounded_full_then_not_full() {
 /// when the receiver side closes.
 #[test]
 fn bounded_blocked_sender_closed() {
-    model(2, || {
+    model("bounded_blocked_sender_closed", 2, || {
         let (tx, rx) = bounded(1);
         tx.send(1).unwrap();
         let s = thread::spawn(move || tx.send(2));
@@ -198,7 +193,7 @@ fn bounded_blocked_sender_closed() {
 /// another thread may still walk them.
 #[test]
 fn segment_growth_and_reclamation() {
-    model(2, || {
+    model("segment_growth_and_reclamation", 2, || {
         let (tx, rx) = unbounded();
         let tx2 = tx.clone();
         let a = thread::spawn(move || {
@@ -225,7 +220,7 @@ fn segment_growth_and_reclamation() {
 /// is dropped exactly once, either by the channel or handed back.
 #[test]
 fn last_receiver_drop_races_send() {
-    model(3, || {
+    model("last_receiver_drop_races_send", 3, || {
         let drops = Arc::new(AtomicUsize::new(0));
         let (tx, rx) = unbounded();
         let d = drops.clone();
@@ -246,7 +241,7 @@ fn last_receiver_drop_races_send() {
 /// timed-out receiver leaves `len()` at 0.
 #[test]
 fn rendezvous_try_send_races_parking_receiver() {
-    model(3, || {
+    model("rendezvous_try_send_races_parking_receiver", 3, || {
         let (tx, rx) = bounded(0);
         let r = thread::spawn(move || (rx.recv_timeout(Duration::from_millis(1)), rx));
         let s = thread::spawn(move || (tx.try_send(4), tx));
@@ -268,7 +263,7 @@ fn rendezvous_try_send_races_parking_receiver() {
 /// reference keeps it alive until it has been served and has left.
 #[test]
 fn parked_waiter_outlives_retired_segment() {
-    model(2, || {
+    model("parked_waiter_outlives_retired_segment", 2, || {
         let (tx, rx) = unbounded();
         let rx2 = rx.clone();
         let parked = thread::spawn(move || rx.recv().unwrap());

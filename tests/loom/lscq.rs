@@ -5,28 +5,10 @@
 //! recycled and read on every use: any use not ordered before the recycling
 //! by the epoch scheme is a loom causality error.
 
+use crate::model;
 use loom::sync::Arc;
 use loom::thread;
 use scalechan::Lscq;
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::time::Instant;
-
-fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let iterations = std::sync::Arc::new(StdAtomicUsize::new(0));
-    let counter = iterations.clone();
-    let start = Instant::now();
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "loom {name}: bound {bound}, {} iterations, {:.2?}",
-        iterations.load(std::sync::atomic::Ordering::Relaxed),
-        start.elapsed()
-    );
-}
 
 /// Ring finalize racing a push: T1 pushes 1 then 2 (the second push finds
 /// the 1-slot ring full, finalizes it and appends a ring), T2 pushes 3 and

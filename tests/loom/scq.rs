@@ -5,31 +5,11 @@
 //! `RUSTFLAGS="--cfg loom --cfg loom_rmw_loads" cargo test --release --test loom`.
 //! The main thread only builds the queue, spawns, joins and checks.
 
+use crate::model;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use scalechan::Scq;
-use std::sync::atomic::AtomicUsize as StdAtomicUsize;
-use std::time::Instant;
-
-/// Runs `f` under loom with the given preemption bound and reports the
-/// number of explored executions.
-fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    let iterations = std::sync::Arc::new(StdAtomicUsize::new(0));
-    let counter = iterations.clone();
-    let start = Instant::now();
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(bound);
-    builder.check(move || {
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f();
-    });
-    eprintln!(
-        "loom {name}: bound {bound}, {} iterations, {:.2?}",
-        iterations.load(std::sync::atomic::Ordering::Relaxed),
-        start.elapsed()
-    );
-}
 
 /// Pops what is left and checks that `got` plus the leftovers is exactly
 /// `expected`, in order.
