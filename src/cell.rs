@@ -17,11 +17,20 @@
 //! A partner landing on a `SKIP_*` cell abandons its index and takes a new
 //! one; the skip counters keep `len()` exact.
 //!
+//! A select with both a send and a receive case on one rendezvous channel
+//! cannot take an index on each side when the two counters are equal: both
+//! would land in the same cell, where the select would meet itself. It
+//! parks a *duplex* entry instead (tag `DUPLEX_TAG`, a pair of entries) in
+//! the cell both counters point at, without taking either index. Whichever
+//! partner comes first pairs with the half of its kind and leaves the cell
+//! marked for the other side to skip; a duplex that goes away unused leaves
+//! the cell `EMPTY`, as it found it.
+//!
 //! [`Entry`]: crate::waiter::Entry
 
-use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, SpinLoad};
-use crate::waiter::{Entry, Waiter, CLOSED, SELECTED};
+use crate::waiter::{decision, Entry, Waiter};
 
 /// Nobody has arrived.
 pub(crate) const EMPTY: usize = 0;
@@ -38,10 +47,35 @@ pub(crate) const SKIP_RECV: usize = 5;
 
 /// Tag bit on an entry pointer published by a sender.
 pub(crate) const SENDER_TAG: usize = 1;
+/// Tag bit on a pointer to a [`Duplex`] pair of entries.
+pub(crate) const DUPLEX_TAG: usize = 2;
 
 #[inline]
 pub(crate) fn is_entry(state: usize) -> bool {
     state >= 8
+}
+
+/// The receive half (index 0) and send half (index 1) of a select's duplex
+/// registration on one rendezvous channel (see the module docs).
+#[derive(Debug)]
+#[repr(align(8))]
+pub(crate) struct Duplex(pub(crate) [Entry; 2]);
+
+#[inline]
+pub(crate) fn duplex_word(pair: &Duplex) -> usize {
+    pair as *const Duplex as usize | DUPLEX_TAG
+}
+
+/// Who is claiming a waiter's entry, which decides the half of a duplex it
+/// takes and what the cell becomes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Claimer {
+    /// A sender (or a semaphore releaser): takes a receiver's entry.
+    Sender,
+    /// A receiver: takes a sender's entry.
+    Receiver,
+    /// A closer: fails the waiter's send (or receive) case.
+    Closer,
 }
 
 #[inline]
@@ -51,6 +85,7 @@ pub(crate) fn entry_word(entry: &Entry, sender: bool) -> usize {
 
 #[inline]
 pub(crate) fn entry_ptr(state: usize) -> *const Entry {
+    debug_assert_eq!(state & DUPLEX_TAG, 0);
     (state & !SENDER_TAG) as *const Entry
 }
 
@@ -66,38 +101,65 @@ pub(crate) fn claim(state: &AtomicUsize, word: usize) -> Result<(), usize> {
 /// What [`claim_waiter`] found.
 pub(crate) enum Claim<'a> {
     /// The waiter is ours: move the value through `slot` (a
-    /// `*mut MaybeUninit<T>` of the cell's `T`), then call [`finish`].
-    Won { waiter: &'a Waiter, slot: *mut () },
-    /// The waiter was already decided (it timed out, or was closed); the
-    /// cell is now `skip`.
-    Gone,
+    /// `*mut MaybeUninit<T>` of the cell's `T`), then [`finish`] with `end`.
+    Won {
+        waiter: &'a Waiter,
+        slot: *mut (),
+        end: usize,
+    },
+    /// The waiter was already decided (it timed out, or was closed, or is a
+    /// select still registering); the cell is now `skip` (`EMPTY` for a
+    /// duplex, whose indices were never taken).
+    Gone(usize),
     /// The cell changed before we could claim it; this is its new state.
     Moved(usize),
 }
 
-/// A partner (or, with `close`, a closer) takes the waiter whose entry
-/// `word` it read from `state`: claims the cell, then decides the waiter
-/// for the entry's case (or `CLOSED`). A lost decision leaves `skip`.
+/// A partner (or, as [`Claimer::Closer`], a closer) takes the waiter whose
+/// entry `word` it read from `state`: claims the cell, then decides the
+/// waiter for the entry's case. A lost decision leaves `skip` in the cell.
+/// A won claim ends with `end`: `done` normally, `skip` for a closer.
 #[inline]
 pub(crate) fn claim_waiter<'a>(
     state: &AtomicUsize,
     word: usize,
+    by: Claimer,
+    done: usize,
     skip: usize,
-    close: bool,
 ) -> Claim<'a> {
     if let Err(now) = claim(state, word) {
         return Claim::Moved(now);
     }
-    let entry = entry_ptr(word);
+    let (entry, done, skip) = if word & DUPLEX_TAG == 0 {
+        (entry_ptr(word), done, skip)
+    } else {
+        // A sender pairs with the receive half; the receiver of this index
+        // must then skip the cell (and the other way round). A closer fails
+        // the send half: a send on a closed channel is always ready, while a
+        // receive may still be owed a message sent before the close.
+        let pair = (word & !(DUPLEX_TAG | SENDER_TAG)) as *const Duplex;
+        let (half, done) = match by {
+            Claimer::Sender => (0, SKIP_SEND),
+            Claimer::Receiver => (1, SKIP_RECV),
+            Claimer::Closer => (1, EMPTY),
+        };
+        // SAFETY: claimed, so the pair is alive (as for any entry below).
+        (unsafe { &(*pair).0[half] } as *const Entry, done, EMPTY)
+    };
     // SAFETY: we hold the claim, so the entry's owner cannot return (see
     // `withdraw`) and the entry is alive until we release the cell.
     let (waiter, case, slot) = unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
-    if waiter.try_decide(if close { CLOSED } else { SELECTED + case }) {
-        Claim::Won { waiter, slot }
+    let closed = by == Claimer::Closer;
+    if waiter.try_decide(decision(case, closed)) {
+        Claim::Won {
+            waiter,
+            slot,
+            end: if closed { skip } else { done },
+        }
     } else {
         // Release: a withdrawing owner waits for this store.
         state.store(skip, Ordering::Release);
-        Claim::Gone
+        Claim::Gone(skip)
     }
 }
 
@@ -138,5 +200,83 @@ pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
             return s;
         }
         backoff.snooze();
+    }
+}
+
+/// A select's entry published in one cell, until the select is done with it.
+/// It holds a reference on the cell's segment, so the cell outlives it.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    state: *const AtomicUsize,
+    word: usize,
+    /// What the cell becomes when the entry is taken out unused.
+    skip: usize,
+    /// The skip counter that a withdrawn entry bumps (null: none).
+    skipped: *const AtomicU64,
+    segment: *const (),
+    release: unsafe fn(*const ()),
+}
+
+impl Registration {
+    /// # Safety
+    /// `state` is a cell of `segment`, on which the caller took a reference
+    /// that `release(segment)` drops; `skipped` (if not null) outlives the
+    /// registration; `word` is the entry the caller published in `state`.
+    pub(crate) unsafe fn new(
+        state: &AtomicUsize,
+        word: usize,
+        skip: usize,
+        skipped: Option<&AtomicU64>,
+        segment: *const (),
+        release: unsafe fn(*const ()),
+    ) -> Self {
+        Registration {
+            state,
+            word,
+            skip,
+            skipped: skipped.map_or(std::ptr::null(), |c| c as *const AtomicU64),
+            segment,
+            release,
+        }
+    }
+
+    /// The same registration, but cancelling it bumps no skip counter.
+    pub(crate) fn uncounted(mut self) -> Self {
+        self.skipped = std::ptr::null();
+        self
+    }
+
+    fn state(&self) -> &AtomicUsize {
+        // SAFETY: our segment reference keeps the cell alive.
+        unsafe { &*self.state }
+    }
+
+    /// Whether the entry is still in its cell. Waits out a partner that has
+    /// claimed it (it must then lose, the waiter being registering).
+    pub(crate) fn is_live(&self) -> bool {
+        match self.state().load(Ordering::Acquire) {
+            CLAIMED => wait_unclaimed(self.state()) == self.word,
+            s => s == self.word,
+        }
+    }
+
+    /// The select completed through this entry: its partner already
+    /// released the cell; drop the segment reference.
+    pub(crate) fn complete(self) {
+        // SAFETY: per `new`; the partner is finished with the cell.
+        unsafe { (self.release)(self.segment) };
+    }
+
+    /// Takes the entry out of its cell unused (or finds a partner skipped
+    /// it), settles the skip count, and drops the segment reference. The
+    /// waiter must already be decided or aborted, or still registering.
+    pub(crate) fn cancel(self) {
+        withdraw(self.state(), self.word, self.skip);
+        if !self.skipped.is_null() {
+            // SAFETY: per `new`.
+            unsafe { &*self.skipped }.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: per `new`; the entry has left the cell.
+        unsafe { (self.release)(self.segment) };
     }
 }

@@ -4,13 +4,14 @@ use crate::error::*;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::sync::Arc;
 use crate::segment_chan::Channel;
+use crate::timer::Timer;
 use crate::{Fail, Wait};
 use std::fmt;
 use std::time::{Duration, Instant};
 
 /// The channel plus the number of live handles of each side.
-struct Shared<T> {
-    chan: Channel<T>,
+pub(crate) struct Shared<T> {
+    pub(crate) chan: Channel<T>,
     senders: AtomicUsize,
     receivers: AtomicUsize,
 }
@@ -25,7 +26,9 @@ fn new_pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
         Sender {
             shared: shared.clone(),
         },
-        Receiver { shared },
+        Receiver {
+            flavor: Flavor::Chan(shared),
+        },
     )
 }
 
@@ -83,7 +86,97 @@ pub struct Sender<T> {
 /// assert_eq!(rx2.recv(), Ok(5));
 /// ```
 pub struct Receiver<T> {
-    shared: Arc<Shared<T>>,
+    flavor: Flavor<T>,
+}
+
+/// What a [`Receiver`] receives from.
+pub(crate) enum Flavor<T> {
+    /// A channel.
+    Chan(Arc<Shared<T>>),
+    /// A timer ([`after`](crate::after), [`tick`](crate::tick),
+    /// [`never`](crate::never)). The function makes its `Instant` a `T`:
+    /// only the timer constructors build this flavor, with `T = Instant`
+    /// (identity) or, for `never`, a function that is never called.
+    Timer(Arc<Timer>, fn(Instant) -> T),
+}
+
+/// The operations both handle types share, whatever is behind them.
+enum Ops<'a, T> {
+    Chan(&'a Channel<T>),
+    Timer(&'a Timer),
+}
+
+impl<T> Ops<'_, T> {
+    fn close(&self) -> bool {
+        match self {
+            Ops::Chan(chan) => chan.close(),
+            Ops::Timer(timer) => timer.close(),
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        match self {
+            Ops::Chan(chan) => chan.is_closed(),
+            Ops::Timer(timer) => timer.is_closed(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Ops::Chan(chan) => chan.len(),
+            Ops::Timer(timer) => timer.len(),
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        match self {
+            Ops::Chan(chan) => chan.is_full(),
+            Ops::Timer(timer) => timer.capacity().is_some_and(|cap| timer.len() >= cap),
+        }
+    }
+
+    fn capacity(&self) -> Option<usize> {
+        match self {
+            Ops::Chan(chan) => chan.capacity(),
+            Ops::Timer(timer) => timer.capacity(),
+        }
+    }
+
+    fn addr(&self) -> usize {
+        match self {
+            Ops::Chan(chan) => *chan as *const Channel<T> as usize,
+            Ops::Timer(timer) => *timer as *const Timer as usize,
+        }
+    }
+}
+
+impl<T> Receiver<T> {
+    fn ops(&self) -> Ops<'_, T> {
+        match &self.flavor {
+            Flavor::Chan(shared) => Ops::Chan(&shared.chan),
+            Flavor::Timer(timer, _) => Ops::Timer(timer),
+        }
+    }
+
+    pub(crate) fn from_timer(timer: Timer, convert: fn(Instant) -> T) -> Self {
+        Receiver {
+            flavor: Flavor::Timer(Arc::new(timer), convert),
+        }
+    }
+
+    pub(crate) fn flavor(&self) -> &Flavor<T> {
+        &self.flavor
+    }
+}
+
+impl<T> Sender<T> {
+    fn ops(&self) -> Ops<'_, T> {
+        Ops::Chan(&self.shared.chan)
+    }
+
+    pub(crate) fn chan(&self) -> &Channel<T> {
+        &self.shared.chan
+    }
 }
 
 macro_rules! common_methods {
@@ -101,7 +194,7 @@ macro_rules! common_methods {
         /// assert!(rx.recv().is_err());
         /// ```
         pub fn close(&self) -> bool {
-            self.shared.chan.close()
+            self.ops().close()
         }
 
         /// Whether the channel is closed.
@@ -112,7 +205,7 @@ macro_rules! common_methods {
         /// assert!(tx.is_closed());
         /// ```
         pub fn is_closed(&self) -> bool {
-            self.shared.chan.is_closed()
+            self.ops().is_closed()
         }
 
         /// The number of buffered messages (always 0 for `bounded(0)`).
@@ -123,7 +216,7 @@ macro_rules! common_methods {
         /// assert_eq!(rx.len(), 1);
         /// ```
         pub fn len(&self) -> usize {
-            self.shared.chan.len()
+            self.ops().len()
         }
 
         /// Whether no message is buffered.
@@ -145,7 +238,7 @@ macro_rules! common_methods {
         /// assert!(tx.is_full());
         /// ```
         pub fn is_full(&self) -> bool {
-            self.shared.chan.is_full()
+            self.ops().is_full()
         }
 
         /// The capacity; `None` for unbounded channels.
@@ -155,7 +248,7 @@ macro_rules! common_methods {
         /// assert_eq!(scalechan::unbounded::<u8>().0.capacity(), None);
         /// ```
         pub fn capacity(&self) -> Option<usize> {
-            self.shared.chan.capacity()
+            self.ops().capacity()
         }
 
         /// Whether both handles belong to the same channel.
@@ -165,7 +258,7 @@ macro_rules! common_methods {
         /// assert!(tx.same_channel(&tx.clone()));
         /// ```
         pub fn same_channel(&self, other: &Self) -> bool {
-            Arc::ptr_eq(&self.shared, &other.shared)
+            self.ops().addr() == other.ops().addr()
         }
     };
 }
@@ -254,10 +347,19 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv(), Ok(9));
     /// ```
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.shared
-            .chan
-            .recv(Wait::Until(None))
-            .map_err(|_| RecvError)
+        self.recv_in(Wait::Until(None)).map_err(|_| RecvError)
+    }
+
+    #[inline]
+    fn recv_in(&self, wait: Wait) -> Result<T, Fail> {
+        match &self.flavor {
+            Flavor::Chan(shared) => shared.chan.recv(wait),
+            Flavor::Timer(timer, convert) => match wait {
+                Wait::Try => timer.try_recv(),
+                Wait::Until(deadline) => timer.recv(deadline),
+            }
+            .map(convert),
+        }
     }
 
     /// Receives without blocking. "Empty" and "closed and drained" are
@@ -271,7 +373,7 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.try_recv(), Ok(1));
     /// ```
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        self.shared.chan.recv(Wait::Try).map_err(|fail| match fail {
+        self.recv_in(Wait::Try).map_err(|fail| match fail {
             Fail::Closed => TryRecvError::Closed,
             _ => TryRecvError::Empty,
         })
@@ -302,9 +404,7 @@ impl<T> Receiver<T> {
     }
 
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        self.shared
-            .chan
-            .recv(Wait::Until(deadline))
+        self.recv_in(Wait::Until(deadline))
             .map_err(|fail| match fail {
                 Fail::Closed => RecvTimeoutError::Closed,
                 _ => RecvTimeoutError::Timeout,
@@ -350,10 +450,14 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
-        self.shared.receivers.fetch_add(1, Ordering::Relaxed);
-        Receiver {
-            shared: self.shared.clone(),
-        }
+        let flavor = match &self.flavor {
+            Flavor::Chan(shared) => {
+                shared.receivers.fetch_add(1, Ordering::Relaxed);
+                Flavor::Chan(shared.clone())
+            }
+            Flavor::Timer(timer, convert) => Flavor::Timer(timer.clone(), *convert),
+        };
+        Receiver { flavor }
     }
 }
 
@@ -361,18 +465,21 @@ impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         // AcqRel: the last sender's close follows every other sender's sends.
         if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.shared.chan.close();
+            self.ops().close();
         }
     }
 }
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
-        if self.shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let Flavor::Chan(shared) = &self.flavor else {
+            return; // a timer stops when its last handle goes
+        };
+        if shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             // Buffered messages are dropped here, each exactly once. If one's
             // `Drop` panics, the panic propagates and the rest are dropped
             // with the channel's memory (never twice).
-            self.shared.chan.close_and_drain();
+            shared.chan.close_and_drain();
         }
     }
 }

@@ -45,7 +45,9 @@ pub mod lscq;
 pub mod scq;
 mod segment;
 mod segment_chan;
+pub mod select;
 mod semaphore;
+mod timer;
 mod waiter;
 
 pub use channel::{bounded, unbounded, IntoIter, Iter, Receiver, Sender, TryIter};
@@ -54,6 +56,59 @@ pub use error::{
 };
 pub use lscq::Lscq;
 pub use scq::Scq;
+pub use select::Select;
+
+/// A channel that delivers one message, the [`Instant`] it fired at, once
+/// `delay` has passed, and is never ready again (it does not close: a select
+/// loop over it must not spin). Go's `time.After`. No thread is spawned: the
+/// receiver compares the deadline with the clock.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// let start = Instant::now();
+/// let timeout = scalechan::after(Duration::from_millis(10));
+/// let fired = timeout.recv().unwrap();
+/// assert!(fired >= start + Duration::from_millis(10));
+/// assert!(timeout.try_recv().is_err()); // delivered once
+/// ```
+///
+/// [`Instant`]: std::time::Instant
+pub fn after(delay: std::time::Duration) -> Receiver<std::time::Instant> {
+    Receiver::from_timer(timer::Timer::after(delay), |at| at)
+}
+
+/// A channel that delivers the time every `period`, on the grid
+/// `start + k * period` (Go's `time.Ticker`). A receiver that falls behind
+/// gets one stale tick and then the next grid point: ticks never queue up.
+///
+/// # Panics
+/// If `period` is zero, as Go's `NewTicker` does.
+///
+/// ```
+/// use std::time::Duration;
+/// let ticks = scalechan::tick(Duration::from_millis(5));
+/// let first = ticks.recv().unwrap();
+/// let second = ticks.recv().unwrap();
+/// assert!(second > first);
+/// ```
+pub fn tick(period: std::time::Duration) -> Receiver<std::time::Instant> {
+    Receiver::from_timer(timer::Timer::tick(period), |at| at)
+}
+
+/// A channel that never delivers anything: a select case that never fires
+/// (for example a disabled timeout). `capacity()` is `Some(0)`.
+///
+/// ```
+/// use std::time::Duration;
+/// let rx = scalechan::never::<i32>();
+/// assert!(rx.recv_timeout(Duration::from_millis(1)).unwrap_err().is_timeout());
+/// ```
+pub fn never<T>() -> Receiver<T> {
+    fn nothing<T>(_: std::time::Instant) -> T {
+        unreachable!("a never() channel delivers nothing")
+    }
+    Receiver::from_timer(timer::Timer::never(), nothing::<T>)
+}
 
 /// How long an operation may wait.
 #[derive(Clone, Copy, Debug)]

@@ -25,7 +25,10 @@
 //! **Indices** are 63-bit counts: at one operation per nanosecond they wrap
 //! after 292 years, so wrap-around is not handled.
 
-use crate::cell::{self, Claim, BUFFERED, CLAIMED, DONE, EMPTY, SKIP_RECV, SKIP_SEND};
+use crate::cell::{
+    self, Claim, Claimer, Duplex, Registration, BUFFERED, CLAIMED, DONE, DUPLEX_TAG, EMPTY,
+    SENDER_TAG, SKIP_RECV, SKIP_SEND,
+};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
@@ -35,6 +38,7 @@ use crate::semaphore::{self, Semaphore};
 use crate::waiter::{Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
+use std::time::Instant;
 
 const CLOSED_BIT: u64 = 1 << 63;
 
@@ -126,6 +130,67 @@ unsafe impl<T: Send> Sync for Channel<T> {}
 /// How a receive ended.
 pub(crate) type RecvResult<T> = Result<T, Fail>;
 
+/// What an operation does when its partner has not arrived.
+#[derive(Clone, Copy)]
+pub(crate) enum Mode<'a> {
+    /// Give up (`try_*`).
+    Try,
+    /// Park until the deadline (`None`: forever).
+    Park(Option<Instant>),
+    /// Publish a registering select's `entry` and return at once. `own` is
+    /// the select's entry word on the other side of this channel
+    /// (`usize::MAX` if none): finding it means the select met itself.
+    Register { entry: &'a Entry, own: usize },
+}
+
+impl From<Wait> for Mode<'_> {
+    #[inline]
+    fn from(wait: Wait) -> Self {
+        match wait {
+            Wait::Try => Mode::Try,
+            Wait::Until(deadline) => Mode::Park(deadline),
+        }
+    }
+}
+
+/// Why a receive in any [`Mode`] did not return a message.
+pub(crate) enum RecvStop {
+    Fail(Fail),
+    /// `Mode::Register`: the entry is in a cell.
+    Registered(Registration),
+    /// `Mode::Register`: the index landed on the select's own send entry.
+    SelfMet,
+}
+
+/// Why a send in any [`Mode`] did not complete.
+pub(crate) enum SendStop<T> {
+    Fail(T, Fail),
+    /// `Mode::Register`: the entry is in a cell, the value in its slot.
+    Registered(Registration),
+    /// `Mode::Register`: the index landed on the select's own receive entry.
+    SelfMet(T),
+}
+
+/// How [`Channel::register_pair`] left a select's two cases on one
+/// rendezvous channel.
+pub(crate) enum PairStop<T> {
+    /// Both are registered (as a duplex, or each in its own cell).
+    Registered,
+    /// The receive case completed while registering.
+    Received(RecvResult<T>),
+    /// The send case completed while registering (`Err`: closed; the value
+    /// is still in the send case's slot).
+    Sent(Result<(), Fail>),
+}
+
+/// The registrations of one [`Channel::register_pair`] call.
+#[derive(Default)]
+pub(crate) struct PairRegs {
+    pub(crate) duplex: Option<Registration>,
+    pub(crate) recv: Option<Registration>,
+    pub(crate) send: Option<Registration>,
+}
+
 impl<T> Channel<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         let kind = match cap {
@@ -212,17 +277,48 @@ impl<T> Channel<T> {
     // ---------------------------------------------------------------- send
 
     pub(crate) fn send(&self, msg: T, wait: Wait) -> Result<(), (T, Fail)> {
+        self.send_in(msg, wait.into()).map_err(|stop| match stop {
+            SendStop::Fail(msg, fail) => (msg, fail),
+            _ => unreachable!("only Mode::Register registers"),
+        })
+    }
+
+    /// Sends in any mode. A select's send case registers here: on a bounded
+    /// channel in the permit queue, on a rendezvous channel in a cell.
+    pub(crate) fn send_in(&self, msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
         match &self.kind {
-            Kind::Unbounded => self.send_buffered(msg),
-            Kind::Rendezvous => self.send_rendezvous(msg, wait),
+            Kind::Unbounded => self
+                .send_buffered(msg)
+                .map_err(|(msg, fail)| SendStop::Fail(msg, fail)),
+            Kind::Rendezvous => self.send_rendezvous(msg, mode),
             Kind::Bounded { permits, .. } => {
-                if let Err(fail) = permits.acquire(wait, || self.is_closed()) {
-                    return Err((msg, fail));
+                match permits.acquire(mode, || self.is_closed()) {
+                    Ok(()) => {}
+                    Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(msg, fail)),
+                    Err(RecvStop::Registered(reg)) => {
+                        if let Mode::Register { entry, .. } = mode {
+                            // SAFETY: the select's slot is ours until a
+                            // partner decides the case (it then only hands
+                            // us a permit; the value stays put).
+                            unsafe { (entry.slot as *mut T).write(msg) };
+                        }
+                        return Err(SendStop::Registered(reg));
+                    }
+                    Err(RecvStop::SelfMet) => unreachable!("permits have no receive side"),
                 }
-                // Holding a permit, the deposit cannot block.
-                self.send_buffered(msg).inspect_err(|_| permits.release())
+                self.send_permitted(msg)
+                    .map_err(|(msg, fail)| SendStop::Fail(msg, fail))
             }
         }
+    }
+
+    /// Deposits a value for which a permit is held (bounded channels): it
+    /// cannot block, and a failed deposit returns the permit.
+    pub(crate) fn send_permitted(&self, msg: T) -> Result<(), (T, Fail)> {
+        let Kind::Bounded { permits, .. } = &self.kind else {
+            unreachable!("permits exist only on bounded channels")
+        };
+        self.send_buffered(msg).inspect_err(|_| permits.release())
     }
 
     /// Deposits `msg` in the next cell, or hands it to the receiver parked
@@ -259,16 +355,21 @@ impl<T> Channel<T> {
                         continue 'index;
                     }
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(&cell.state, word, SKIP_RECV, false) {
-                            Claim::Won { waiter, slot } => {
+                        match cell::claim_waiter(
+                            &cell.state,
+                            word,
+                            Claimer::Sender,
+                            DONE,
+                            SKIP_RECV,
+                        ) {
+                            Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the value in our cell is ours, and the
                                 // decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(cell.read()) };
-                                cell::finish(&cell.state, DONE, waiter);
+                                cell::finish(&cell.state, end, waiter);
                                 return Ok(());
                             }
-                            Claim::Gone => state = SKIP_RECV,
-                            Claim::Moved(s) => state = s,
+                            Claim::Gone(s) | Claim::Moved(s) => state = s,
                         }
                     }
                     other => unreachable!("send found cell in state {other}"),
@@ -277,24 +378,24 @@ impl<T> Channel<T> {
         }
     }
 
-    fn send_rendezvous(&self, mut msg: T, wait: Wait) -> Result<(), (T, Fail)> {
+    fn send_rendezvous(&self, mut msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
         'index: loop {
-            if let Wait::Try = wait {
+            if let Mode::Try = mode {
                 // Read only: S, then R. If no receiver has started beyond the
                 // senders when we read R, none was waiting at that instant.
                 let s = self.senders.load(Ordering::Acquire);
                 if s & CLOSED_BIT != 0 {
-                    return Err((msg, Fail::Closed));
+                    return Err(SendStop::Fail(msg, Fail::Closed));
                 }
                 if count(s) >= self.receivers.load(Ordering::Acquire) {
-                    return Err((msg, Fail::WouldBlock));
+                    return Err(SendStop::Fail(msg, Fail::WouldBlock));
                 }
             }
             let mut guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
             let s = self.senders.fetch_add(1, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
-                return Err((msg, Fail::Closed));
+                return Err(SendStop::Fail(msg, Fail::Closed));
             }
             let seg = self.cells.find(Side::Push, start, s, &guard);
             let cell = seg.cell(s);
@@ -305,20 +406,26 @@ impl<T> Channel<T> {
                         self.land_on_skip(&self.skipped_recvs);
                         continue 'index;
                     }
+                    word if own_word(mode) == word => return Err(SendStop::SelfMet(msg)),
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(&cell.state, word, SKIP_RECV, false) {
-                            Claim::Won { waiter, slot } => {
+                        match cell::claim_waiter(
+                            &cell.state,
+                            word,
+                            Claimer::Sender,
+                            DONE,
+                            SKIP_RECV,
+                        ) {
+                            Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(msg) };
-                                cell::finish(&cell.state, DONE, waiter);
+                                cell::finish(&cell.state, end, waiter);
                                 return Ok(());
                             }
-                            Claim::Gone => state = SKIP_RECV,
-                            Claim::Moved(s) => state = s,
+                            Claim::Gone(s) | Claim::Moved(s) => state = s,
                         }
                     }
-                    EMPTY => match wait {
-                        Wait::Try => {
+                    EMPTY => match mode {
+                        Mode::Try => {
                             // The receiver took its index but has not parked
                             // yet: give it a moment, then give the index up.
                             match give_up(&cell.state, SKIP_SEND, &self.skipped_sends) {
@@ -326,17 +433,15 @@ impl<T> Channel<T> {
                                 Err(s) => state = s,
                             }
                         }
-                        Wait::Until(deadline) => {
+                        Mode::Park(deadline) => {
                             let mut slot = MaybeUninit::new(msg);
-                            match self.park_in(
-                                seg,
-                                &cell.state,
-                                true,
-                                slot.as_mut_ptr() as *mut (),
-                                s,
-                                deadline,
-                                guard,
-                            ) {
+                            let waiter = Waiter::new();
+                            let entry = Entry {
+                                waiter: &waiter,
+                                case: 0,
+                                slot: slot.as_mut_ptr() as *mut (),
+                            };
+                            match self.park_in(seg, &cell.state, &entry, true, s, deadline, guard) {
                                 // The receiver took the value out of our slot.
                                 Ok(()) => return Ok(()),
                                 Err(ParkFail::Lost(s, g)) => {
@@ -346,8 +451,28 @@ impl<T> Channel<T> {
                                     state = s;
                                 }
                                 Err(ParkFail::Fail(fail)) => {
-                                    // SAFETY: not taken: decided CLOSED or withdrawn.
-                                    return Err((unsafe { slot.assume_init_read() }, fail));
+                                    // SAFETY: not taken: decided closed or withdrawn.
+                                    let msg = unsafe { slot.assume_init_read() };
+                                    return Err(SendStop::Fail(msg, fail));
+                                }
+                            }
+                        }
+                        Mode::Register { entry, .. } => {
+                            let slot = entry.slot as *mut T;
+                            // SAFETY: the select's send slot is empty while
+                            // the case is being registered.
+                            unsafe { slot.write(msg) };
+                            match self.publish(seg, &cell.state, entry, true, s, guard) {
+                                Ok(reg) => return Err(SendStop::Registered(reg)),
+                                Err(ParkFail::Lost(s, g)) => {
+                                    // SAFETY: the entry never became visible.
+                                    msg = unsafe { slot.read() };
+                                    guard = g;
+                                    state = s;
+                                }
+                                Err(ParkFail::Fail(fail)) => {
+                                    // SAFETY: withdrawn before anyone took it.
+                                    return Err(SendStop::Fail(unsafe { slot.read() }, fail));
                                 }
                             }
                         }
@@ -362,8 +487,16 @@ impl<T> Channel<T> {
     // ---------------------------------------------------------------- recv
 
     pub(crate) fn recv(&self, wait: Wait) -> RecvResult<T> {
+        self.recv_in(wait.into()).map_err(|stop| match stop {
+            RecvStop::Fail(fail) => fail,
+            _ => unreachable!("only Mode::Register registers"),
+        })
+    }
+
+    /// Receives in any mode; a select's receive case registers here.
+    pub(crate) fn recv_in(&self, mode: Mode<'_>) -> Result<T, RecvStop> {
         'index: loop {
-            if let Wait::Try = wait {
+            if let Mode::Try = mode {
                 // Decide "empty" and "closed and drained" from reads alone.
                 // R first, then S: if S <= R when S is read, every message
                 // sent so far has a receiver, so the channel was empty at
@@ -375,11 +508,11 @@ impl<T> Channel<T> {
                 let r = self.receivers.load(Ordering::Acquire);
                 let s = self.senders.load(Ordering::Acquire);
                 if count(s) <= r {
-                    return Err(if s & CLOSED_BIT != 0 {
+                    return Err(RecvStop::Fail(if s & CLOSED_BIT != 0 {
                         Fail::Closed
                     } else {
                         Fail::WouldBlock
-                    });
+                    }));
                 }
             }
             let mut guard = epoch::pin();
@@ -402,6 +535,7 @@ impl<T> Channel<T> {
                         self.land_on_skip(&self.skipped_sends);
                         continue 'index;
                     }
+                    word if own_word(mode) == word => return Err(RecvStop::SelfMet),
                     word if cell::is_entry(word) && self.is_closed() => {
                         // A parked sender's send has not completed, and the
                         // channel is closed: it gets its message back.
@@ -411,15 +545,20 @@ impl<T> Channel<T> {
                         state = cell::wait_unclaimed(&cell.state);
                     }
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(&cell.state, word, SKIP_SEND, false) {
-                            Claim::Won { waiter, slot } => {
+                        match cell::claim_waiter(
+                            &cell.state,
+                            word,
+                            Claimer::Receiver,
+                            DONE,
+                            SKIP_SEND,
+                        ) {
+                            Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the decided sender's value is ours.
                                 let msg = unsafe { (slot as *mut T).read() };
-                                cell::finish(&cell.state, DONE, waiter);
+                                cell::finish(&cell.state, end, waiter);
                                 return Ok(self.received(msg));
                             }
-                            Claim::Gone => state = SKIP_SEND,
-                            Claim::Moved(s) => state = s,
+                            Claim::Gone(s) | Claim::Moved(s) => state = s,
                         }
                     }
                     CLAIMED => state = cell::wait_unclaimed(&cell.state),
@@ -427,10 +566,10 @@ impl<T> Channel<T> {
                         let s = self.senders.load(Ordering::Acquire);
                         if self.closed_at(s).is_some_and(|at| r >= at) {
                             // No send will ever take this index.
-                            return Err(Fail::Closed);
+                            return Err(RecvStop::Fail(Fail::Closed));
                         }
-                        match wait {
-                            Wait::Try => {
+                        match mode {
+                            Mode::Try => {
                                 // The sender took its index but has not
                                 // written yet: wait a moment, then give up.
                                 match give_up(&cell.state, SKIP_RECV, &self.skipped_recvs) {
@@ -438,13 +577,19 @@ impl<T> Channel<T> {
                                     Err(s) => state = s,
                                 }
                             }
-                            Wait::Until(deadline) => {
+                            Mode::Park(deadline) => {
                                 let mut slot = MaybeUninit::<T>::uninit();
+                                let waiter = Waiter::new();
+                                let entry = Entry {
+                                    waiter: &waiter,
+                                    case: 0,
+                                    slot: slot.as_mut_ptr() as *mut (),
+                                };
                                 match self.park_in(
                                     seg,
                                     &cell.state,
+                                    &entry,
                                     false,
-                                    slot.as_mut_ptr() as *mut (),
                                     r,
                                     deadline,
                                     guard,
@@ -457,7 +602,17 @@ impl<T> Channel<T> {
                                         guard = g;
                                         state = s;
                                     }
-                                    Err(ParkFail::Fail(fail)) => return Err(fail),
+                                    Err(ParkFail::Fail(fail)) => return Err(RecvStop::Fail(fail)),
+                                }
+                            }
+                            Mode::Register { entry, .. } => {
+                                match self.publish(seg, &cell.state, entry, false, r, guard) {
+                                    Ok(reg) => return Err(RecvStop::Registered(reg)),
+                                    Err(ParkFail::Lost(s, g)) => {
+                                        guard = g;
+                                        state = s;
+                                    }
+                                    Err(ParkFail::Fail(fail)) => return Err(RecvStop::Fail(fail)),
                                 }
                             }
                         }
@@ -468,35 +623,30 @@ impl<T> Channel<T> {
         }
     }
 
+    /// After a receive: a bounded channel's permit goes back to the senders.
     #[inline]
-    fn received(&self, msg: T) -> T {
+    pub(crate) fn received(&self, msg: T) -> T {
         if let Kind::Bounded { permits, .. } = &self.kind {
             permits.release();
         }
         msg
     }
 
-    /// Parks the caller in `cell` (index `index`), whose value moves through
-    /// `slot`. Consumes the pin: a parked thread must not stall reclamation,
-    /// so it keeps its segment alive with a reference instead.
-    #[allow(clippy::too_many_arguments)]
-    fn park_in(
+    /// Publishes `entry` in `state` (a cell of `seg`, index `index`), which
+    /// the caller found `EMPTY`. Consumes the pin: a parked thread must not
+    /// stall reclamation, so the registration holds a segment reference.
+    /// Then checks for a close that came first (the other half of close's
+    /// Dekker fence): a waiter the close cannot serve withdraws at once.
+    fn publish(
         &self,
         seg: &Segment<Cell<T>>,
         state: &AtomicUsize,
+        entry: &Entry,
         sender: bool,
-        slot: *mut (),
         index: u64,
-        deadline: Option<std::time::Instant>,
         guard: epoch::Guard,
-    ) -> Result<(), ParkFail> {
-        let waiter = Waiter::new();
-        let entry = Entry {
-            waiter: &waiter,
-            case: 0,
-            slot,
-        };
-        let word = cell::entry_word(&entry, sender);
+    ) -> Result<Registration, ParkFail> {
+        let word = cell::entry_word(entry, sender);
         seg.acquire_ref();
         // Release publishes the entry (and, for a sender, its value).
         if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
@@ -504,45 +654,208 @@ impl<T> Channel<T> {
             unsafe { Segment::release_ref(seg) };
             return Err(ParkFail::Lost(s, guard));
         }
-        let seg_ptr: *const Segment<Cell<T>> = seg;
         drop(guard);
-        let skip = if sender { SKIP_SEND } else { SKIP_RECV };
+        let (skip, skipped) = if sender {
+            (SKIP_SEND, &self.skipped_sends)
+        } else {
+            (SKIP_RECV, &self.skipped_recvs)
+        };
+        // SAFETY: `word` is now in `state`, a cell of `seg`, on which we hold
+        // the reference taken above; the counter lives as long as `self`,
+        // which the caller's handle keeps alive while the entry exists.
+        let reg = unsafe {
+            Registration::new(
+                state,
+                word,
+                skip,
+                Some(skipped),
+                seg as *const Segment<Cell<T>> as *const (),
+                release_segment::<T>,
+            )
+        };
         // Dekker with `close`: our entry store, then the closed check; the
         // closer sets the bit, then scans for entries. One sees the other.
         fence(Ordering::SeqCst);
         let s = self.senders.load(Ordering::Relaxed);
         let hopeless = self.closed_at(s).is_some_and(|at| sender || index >= at);
-        let result = if hopeless && waiter.try_abort() {
-            cell::withdraw(state, word, skip);
-            if sender {
-                self.skipped_sends.fetch_add(1, Ordering::Relaxed);
+        // A registering select cannot be decided by anyone else, so it can
+        // always withdraw; a plain waiter may already have been decided.
+        if hopeless && (entry.waiter().is_registering() || entry.waiter().try_abort()) {
+            // A receive index past the close is never reached by a send, so
+            // its skip is not counted (`len` clamps what is left).
+            if sender { reg } else { reg.uncounted() }.cancel();
+            return Err(ParkFail::Fail(Fail::Closed));
+        }
+        Ok(reg)
+    }
+
+    /// Parks the caller in `state` through `entry` (whose slot its value
+    /// moves through) until a partner, a close or the deadline decides it.
+    #[allow(clippy::too_many_arguments)]
+    fn park_in(
+        &self,
+        seg: &Segment<Cell<T>>,
+        state: &AtomicUsize,
+        entry: &Entry,
+        sender: bool,
+        index: u64,
+        deadline: Option<Instant>,
+        guard: epoch::Guard,
+    ) -> Result<(), ParkFail> {
+        let reg = self.publish(seg, state, entry, sender, index, guard)?;
+        match entry.waiter().wait(deadline) {
+            Outcome::Selected(_) => {
+                reg.complete();
+                Ok(())
             }
-            Err(ParkFail::Fail(Fail::Closed))
-        } else {
-            match waiter.wait(deadline) {
-                Outcome::Selected(_) => Ok(()),
-                Outcome::Closed => Err(ParkFail::Fail(Fail::Closed)),
-                Outcome::TimedOut => {
-                    cell::withdraw(state, word, skip);
-                    let skipped = if sender {
-                        &self.skipped_sends
-                    } else {
-                        &self.skipped_recvs
-                    };
-                    skipped.fetch_add(1, Ordering::Relaxed);
-                    Err(ParkFail::Fail(Fail::Timeout))
-                }
+            Outcome::Closed(_) => {
+                // The closer marked the cell and counted the skip.
+                reg.complete();
+                Err(ParkFail::Fail(Fail::Closed))
             }
-        };
-        // SAFETY: the reference taken above; our entry has left the cell.
-        unsafe { Segment::release_ref(seg_ptr) };
-        result
+            Outcome::TimedOut => {
+                reg.cancel();
+                Err(ParkFail::Fail(Fail::Timeout))
+            }
+        }
     }
 
     /// A partner gave up this index before we arrived: settle the count.
     #[inline]
     fn land_on_skip(&self, skipped: &AtomicU64) {
         skipped.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    // -------------------------------------------------------------- select
+
+    /// Registers a select's receive case (`pair.0[0]`) and send case
+    /// (`pair.0[1]`, its value already in its slot) on this rendezvous
+    /// channel, completing one of them if it is ready. Registrations left in
+    /// `regs` by an earlier call (still live) are kept.
+    ///
+    /// Taking a receive index and a send index when the two counters are
+    /// equal would land both in one cell, where the select meets itself; so
+    /// then the pair goes in that cell as a duplex, taking neither index.
+    /// Otherwise the side whose counter is behind registers first: its index
+    /// belongs to a partner already under way, so the other side's index
+    /// (taken next) cannot be the same.
+    pub(crate) fn register_pair(&self, pair: &Duplex, regs: &mut PairRegs) -> PairStop<T> {
+        debug_assert!(matches!(self.kind, Kind::Rendezvous));
+        let recv_word = cell::entry_word(&pair.0[0], false);
+        let send_word = cell::entry_word(&pair.0[1], true);
+        loop {
+            if regs.duplex.is_some() || (regs.recv.is_some() && regs.send.is_some()) {
+                return PairStop::Registered;
+            }
+            let s = self.senders.load(Ordering::Acquire);
+            if s & CLOSED_BIT != 0 {
+                // The send case is ready: it fails.
+                return PairStop::Sent(Err(Fail::Closed));
+            }
+            let r = self.receivers.load(Ordering::Acquire);
+            let register_recv = match (regs.recv.is_some(), regs.send.is_some()) {
+                (false, false) if count(s) == r => match self.place_duplex(pair, r) {
+                    Ok(Some(reg)) => {
+                        regs.duplex = Some(reg);
+                        continue;
+                    }
+                    Ok(None) => continue,
+                    // The cell holds another select's duplex: meet it as a
+                    // sender.
+                    Err(()) => false,
+                },
+                (false, false) => count(s) > r,
+                (false, true) => true,
+                (true, _) => false,
+            };
+            if register_recv {
+                let mode = Mode::Register {
+                    entry: &pair.0[0],
+                    own: send_word,
+                };
+                match self.recv_in(mode) {
+                    Ok(msg) => return PairStop::Received(Ok(msg)),
+                    Err(RecvStop::Fail(fail)) => return PairStop::Received(Err(fail)),
+                    Err(RecvStop::Registered(reg)) => regs.recv = Some(reg),
+                    Err(RecvStop::SelfMet) => {
+                        // Both indices of that cell are ours: nobody else
+                        // will visit it. Take the send entry back, go again.
+                        if let Some(reg) = regs.send.take() {
+                            reg.cancel();
+                        }
+                    }
+                }
+            } else {
+                let mode = Mode::Register {
+                    entry: &pair.0[1],
+                    own: recv_word,
+                };
+                // SAFETY: the send slot holds the case's value; the send
+                // takes it and puts it back unless it registers or succeeds.
+                let msg = unsafe { (pair.0[1].slot as *mut T).read() };
+                match self.send_in(msg, mode) {
+                    Ok(()) => return PairStop::Sent(Ok(())),
+                    Err(SendStop::Fail(msg, fail)) => {
+                        // SAFETY: as above: the slot is the case's.
+                        unsafe { (pair.0[1].slot as *mut T).write(msg) };
+                        return PairStop::Sent(Err(fail));
+                    }
+                    Err(SendStop::Registered(reg)) => regs.send = Some(reg),
+                    Err(SendStop::SelfMet(msg)) => {
+                        // SAFETY: as above.
+                        unsafe { (pair.0[1].slot as *mut T).write(msg) };
+                        if let Some(reg) = regs.recv.take() {
+                            reg.cancel();
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Parks `pair` as a duplex in cell `index`, which both counters pointed
+    /// at. `Ok(None)`: the cell is taken or the channel closed; look again.
+    /// `Err(())`: another select's duplex is there.
+    fn place_duplex(&self, pair: &Duplex, index: u64) -> Result<Option<Registration>, ()> {
+        let guard = epoch::pin();
+        // The send cursor: `index` is at or past every send index taken so
+        // far, so the walk starts at or before its segment.
+        let start = self.cells.cursor(Side::Push, &guard);
+        let seg = self.cells.find(Side::Push, start, index, &guard);
+        let state = &seg.cell(index).state;
+        let word = cell::duplex_word(pair);
+        seg.acquire_ref();
+        // Release publishes both entries and the send value.
+        if let Err(now) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Relaxed)
+        {
+            // SAFETY: our reference, taken above; the guard still pins `seg`.
+            unsafe { Segment::release_ref(seg) };
+            return if now & DUPLEX_TAG != 0 && now & SENDER_TAG == 0 {
+                Err(())
+            } else {
+                Ok(None)
+            };
+        }
+        drop(guard);
+        // SAFETY: as in `publish`. No skip count: a duplex took no index.
+        let reg = unsafe {
+            Registration::new(
+                state,
+                word,
+                EMPTY,
+                None,
+                seg as *const Segment<Cell<T>> as *const (),
+                release_segment::<T>,
+            )
+        };
+        // Dekker with `close`, which visits the cell at its count (where a
+        // duplex may be) as well as those below.
+        fence(Ordering::SeqCst);
+        if self.is_closed() {
+            reg.cancel();
+            return Ok(None);
+        }
+        Ok(Some(reg))
     }
 
     // --------------------------------------------------------------- close
@@ -562,13 +875,16 @@ impl<T> Channel<T> {
         let r = self.receivers.load(Ordering::Relaxed);
         match &self.kind {
             Kind::Rendezvous => {
-                // Parked senders anywhere, parked receivers from `closed_at`.
+                // Parked senders anywhere, parked receivers from `closed_at`,
+                // and select duplexes, which may also sit in the one cell
+                // past both counts.
                 let lo = r.min(closed_at);
-                self.cells.visit(lo, r.max(closed_at), &guard, |cell| {
+                self.cells.visit(lo, r.max(closed_at) + 1, &guard, |cell| {
                     let word = cell.state.load(Ordering::Acquire);
                     if cell::is_entry(word)
-                        && word & cell::SENDER_TAG != 0
+                        && word & (SENDER_TAG | DUPLEX_TAG) != 0
                         && semaphore::close_entry(&cell.state, word, SKIP_SEND)
+                        && word & DUPLEX_TAG == 0
                     {
                         self.skipped_sends.fetch_add(1, Ordering::Relaxed);
                     }
@@ -587,7 +903,7 @@ impl<T> Channel<T> {
     fn close_receivers(&self, closed_at: u64, r: u64, guard: &epoch::Guard) {
         self.cells.visit(closed_at, r, guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
-            if cell::is_entry(word) && word & cell::SENDER_TAG == 0 {
+            if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) == 0 {
                 semaphore::close_entry(&cell.state, word, SKIP_RECV);
             }
         });
@@ -599,6 +915,25 @@ impl<T> Channel<T> {
         while let Ok(msg) = self.recv(Wait::Try) {
             drop(msg);
         }
+    }
+}
+
+/// The segment reference a [`Registration`] drops.
+///
+/// # Safety
+/// `seg` is a `Segment<Cell<T>>` on which the caller holds a reference.
+unsafe fn release_segment<T>(seg: *const ()) {
+    // SAFETY: per the contract.
+    unsafe { Segment::release_ref(seg as *const Segment<Cell<T>>) };
+}
+
+/// The select entry word a [`Mode::Register`] operation must not pair with.
+#[inline]
+fn own_word(mode: Mode<'_>) -> usize {
+    match mode {
+        // 0 is EMPTY, never an entry.
+        Mode::Register { own, .. } => own,
+        _ => usize::MAX,
     }
 }
 

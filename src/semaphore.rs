@@ -19,14 +19,15 @@
 //! releaser that lands there simply releases again, which settles the count
 //! the quitter left behind.
 
-use crate::cell::{self, Claim, BUFFERED, CLAIMED, DONE, EMPTY};
+use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
 use crate::segment::{Segment, SegmentCell, Segments, Side};
+use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{Entry, Outcome, Waiter};
-use crate::{Fail, Wait};
+use crate::Fail;
 use std::ptr;
 
 /// A semaphore cell holds only a state (`BUFFERED` means "a permit was left
@@ -82,11 +83,17 @@ impl Semaphore {
 
     /// Takes a permit. `is_closed` is re-checked after a waiter is published
     /// (the other half of close's fence): a closer either sees the waiter or
-    /// the waiter sees the close.
-    pub(crate) fn acquire(&self, wait: Wait, is_closed: impl Fn() -> bool) -> Result<(), Fail> {
-        let deadline = match wait {
-            Wait::Try => return self.try_acquire(is_closed),
-            Wait::Until(d) => d,
+    /// the waiter sees the close. In `Mode::Register` a select's entry waits
+    /// for the permit instead, and `Registered` returns at once.
+    pub(crate) fn acquire(
+        &self,
+        mode: Mode<'_>,
+        is_closed: impl Fn() -> bool,
+    ) -> Result<(), RecvStop> {
+        let (deadline, select_entry) = match mode {
+            Mode::Try => return self.try_acquire(is_closed).map_err(RecvStop::Fail),
+            Mode::Park(deadline) => (deadline, None),
+            Mode::Register { entry, .. } => (None, Some(entry)),
         };
         // Acquire: pairs with the Release in `release`, so the receive that
         // freed this permit happens before our send.
@@ -101,12 +108,13 @@ impl Semaphore {
         let cell = &seg.cell(index).state;
 
         let waiter = Waiter::new();
-        let entry = Entry {
+        let own_entry = Entry {
             waiter: &waiter,
             case: 0,
             slot: ptr::null_mut(),
         };
-        let word = cell::entry_word(&entry, false);
+        let entry = select_entry.unwrap_or(&own_entry);
+        let word = cell::entry_word(entry, false);
         seg.acquire_ref();
         // Release publishes the entry; Acquire on failure reads the permit.
         if let Err(state) = cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
@@ -121,26 +129,43 @@ impl Semaphore {
             return Ok(());
         }
         drop(guard);
+        // SAFETY: `word` is in `cell`, a cell of `seg`, on which we hold the
+        // reference taken above. No skip counter: the releaser that lands on
+        // a skipped cell settles the permit count itself.
+        let reg = unsafe {
+            Registration::new(
+                cell,
+                word,
+                SKIP,
+                None,
+                seg as *const Segment<WaitCell> as *const (),
+                release_segment,
+            )
+        };
         // Dekker with `close_waiters`: our entry store, then the closed check.
         fence(Ordering::SeqCst);
-        let result = if is_closed() && waiter.try_abort() {
-            cell::withdraw(cell, word, SKIP);
-            Err(Fail::Closed)
-        } else {
-            match waiter.wait(deadline) {
-                Outcome::Selected(_) => Ok(()),
-                // Decided by the closer, which already marked the cell.
-                Outcome::Closed => Err(Fail::Closed),
-                Outcome::TimedOut => {
-                    cell::withdraw(cell, word, SKIP);
-                    Err(Fail::Timeout)
-                }
+        if is_closed() && (entry.waiter().is_registering() || waiter.try_abort()) {
+            reg.cancel();
+            return Err(RecvStop::Fail(Fail::Closed));
+        }
+        if select_entry.is_some() {
+            return Err(RecvStop::Registered(reg));
+        }
+        match waiter.wait(deadline) {
+            Outcome::Selected(_) => {
+                reg.complete();
+                Ok(())
             }
-        };
-        // SAFETY: the reference taken above; the entry is out of the cell
-        // (decided and finished, or withdrawn) so nobody reads it any more.
-        unsafe { Segment::release_ref(seg) };
-        result
+            // Decided by the closer, which already marked the cell.
+            Outcome::Closed(_) => {
+                reg.complete();
+                Err(RecvStop::Fail(Fail::Closed))
+            }
+            Outcome::TimedOut => {
+                reg.cancel();
+                Err(RecvStop::Fail(Fail::Timeout))
+            }
+        }
     }
 
     /// No read-modify-write when no permit is free.
@@ -197,12 +222,12 @@ impl Semaphore {
                     SKIP => continue 'retry,
                     CLAIMED => state = cell::wait_unclaimed(cell),
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(cell, word, SKIP, false) {
-                            Claim::Won { waiter, .. } => {
-                                cell::finish(cell, DONE, waiter);
+                        match cell::claim_waiter(cell, word, Claimer::Sender, DONE, SKIP) {
+                            Claim::Won { waiter, end, .. } => {
+                                cell::finish(cell, end, waiter);
                                 return;
                             }
-                            Claim::Gone => continue 'retry,
+                            Claim::Gone(_) => continue 'retry,
                             Claim::Moved(s) => state = s,
                         }
                     }
@@ -232,11 +257,20 @@ impl Semaphore {
 /// on (a partner claimed it, or the owner withdrew), there is nothing to do:
 /// an entry published after the closer's fence sees the closed bit itself.
 pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
-    match cell::claim_waiter(state, word, skip, true) {
-        Claim::Won { waiter, .. } => {
-            cell::finish(state, skip, waiter);
+    match cell::claim_waiter(state, word, Claimer::Closer, skip, skip) {
+        Claim::Won { waiter, end, .. } => {
+            cell::finish(state, end, waiter);
             true
         }
-        Claim::Gone | Claim::Moved(_) => false,
+        Claim::Gone(_) | Claim::Moved(_) => false,
     }
+}
+
+/// The segment reference a [`Registration`] in a semaphore cell drops.
+///
+/// # Safety
+/// `seg` is a `Segment<WaitCell>` on which the caller holds a reference.
+unsafe fn release_segment(seg: *const ()) {
+    // SAFETY: per the contract.
+    unsafe { Segment::release_ref(seg as *const Segment<WaitCell>) };
 }

@@ -2,13 +2,22 @@
 //!
 //! A [`Waiter`] is owned by a blocked thread (on its stack). It is published
 //! in a cell through an [`Entry`], which adds the case number and the slot a
-//! value moves through, so a waiter can in principle be registered in several
-//! cells at once (what `select` needs).
+//! value moves through, so one waiter can be registered in several cells at
+//! once: that is what `select` does.
 //!
 //! The waiter's `state` is decided once, by CAS: the owner gives up
-//! (`ABORTED`: timeout), a closer closes it (`CLOSED`), or a partner selects
-//! one of its entries (`SELECTED + case`). Only the winner may touch the
-//! waiter's slots; it then publishes the outcome in `done` and unparks.
+//! (`ABORTED`: timeout), or a partner or closer decides one of its cases
+//! ([`decision`]: the case number, and whether the channel closed). Only the
+//! winner may touch the waiter's slots; it then publishes the outcome in
+//! `done` and unparks.
+//!
+//! A select starts in `REGISTERING`: while it publishes its entries one by
+//! one, nobody else may decide it, because the select itself may still find
+//! a case ready and complete it on the spot. A partner that meets a
+//! registering waiter leaves the bit `LOST` in its state and skips the cell,
+//! as if the waiter had timed out; the select sees the bit when it tries to
+//! move to `WAITING`, and registers the lost cases again (kotlinx.coroutines'
+//! select does the same with its re-registration list).
 //!
 //! A partner that finds an entry pointer in a cell first moves the cell to
 //! `CLAIMED` by CAS and only then dereferences the entry; an owner that gives
@@ -20,14 +29,25 @@ use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::SpinLoad;
 use std::time::Instant;
 
-/// `Waiter::state`: still waiting.
+/// `Waiter::state`: waiting for a partner; any may decide it.
 pub(crate) const WAITING: usize = 0;
-/// `Waiter::state`: the owner gave up (timeout).
+/// `Waiter::state`: the owner gave up (timeout, or a select that completed
+/// another way).
 pub(crate) const ABORTED: usize = 1;
-/// `Waiter::state`: a closer decided it; the operation reports `Closed`.
-pub(crate) const CLOSED: usize = 2;
-/// `Waiter::state`: `SELECTED + case` was chosen by a partner.
-pub(crate) const SELECTED: usize = 3;
+/// `Waiter::state`: a select is still publishing its entries; only its owner
+/// may decide it.
+const REGISTERING: usize = 2;
+/// `Waiter::state`: as `REGISTERING`, and a partner skipped one of its cells.
+const REGISTERING_LOST: usize = 3;
+/// First decided state: `DECIDED + 2 * case + closed`.
+const DECIDED: usize = 4;
+
+/// The state word that decides `case`: completed by a partner, or (with
+/// `closed`) failed because its channel closed.
+#[inline]
+pub(crate) const fn decision(case: usize, closed: bool) -> usize {
+    DECIDED + (case << 1) + closed as usize
+}
 
 /// `Waiter::done`: nobody has finished with the waiter yet.
 const PENDING: usize = 0;
@@ -47,30 +67,99 @@ pub(crate) struct Waiter {
 pub(crate) enum Outcome {
     /// A partner completed entry `case`.
     Selected(usize),
-    /// The channel closed.
-    Closed,
+    /// The channel of entry `case` closed.
+    Closed(usize),
     /// The deadline passed and the owner withdrew.
     TimedOut,
 }
 
 impl Waiter {
+    /// A waiter for one blocking operation: decidable at once.
     pub(crate) fn new() -> Self {
+        Self::with_state(WAITING)
+    }
+
+    /// A waiter for a select, which registers its cases before anybody may
+    /// decide it ([`Waiter::finish_registration`]).
+    pub(crate) fn registering() -> Self {
+        Self::with_state(REGISTERING)
+    }
+
+    fn with_state(state: usize) -> Self {
         Waiter {
-            state: AtomicUsize::new(WAITING),
+            state: AtomicUsize::new(state),
             done: AtomicUsize::new(PENDING),
             parker: Parker::new(),
         }
     }
 
-    /// Decides the waiter for a partner (`SELECTED + case`) or a closer
-    /// (`CLOSED`). On success the caller must finish with [`Waiter::wake`].
+    /// Decides the waiter for a partner or a closer ([`decision`]). On
+    /// success the caller must finish with [`Waiter::wake`]. A registering
+    /// waiter cannot be decided: the caller skips the cell, and the waiter
+    /// learns (`LOST`) that it must register that case again.
     #[inline]
     pub(crate) fn try_decide(&self, decision: usize) -> bool {
         // Acquire: the owner's writes to its slots (a sent value) are visible.
         // Release is not needed: the outcome is published through `done`.
-        self.state
+        match self
+            .state
             .compare_exchange(WAITING, decision, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        {
+            Ok(_) => true,
+            Err(REGISTERING) => {
+                // Relaxed: the owner reacts to the bit by re-reading its
+                // cells, and waits out any it finds CLAIMED.
+                let _ = self.state.compare_exchange(
+                    REGISTERING,
+                    REGISTERING_LOST,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The owner of a registering waiter completed `case` itself (it found
+    /// the case ready while registering). Nobody else can decide a
+    /// registering waiter, so this cannot fail.
+    pub(crate) fn decide_own(&self, case: usize, closed: bool) {
+        debug_assert!(matches!(
+            self.state.load(Ordering::Relaxed),
+            REGISTERING | REGISTERING_LOST
+        ));
+        self.state.store(decision(case, closed), Ordering::Relaxed);
+    }
+
+    /// Whether the waiter is a select still registering its cases.
+    pub(crate) fn is_registering(&self) -> bool {
+        matches!(
+            self.state.load(Ordering::Relaxed),
+            REGISTERING | REGISTERING_LOST
+        )
+    }
+
+    /// Ends registration: from now on partners may decide the waiter.
+    /// `false` if a partner skipped one of its cells meanwhile: the state is
+    /// back to plain `REGISTERING`, and the owner must re-check its cells
+    /// (waiting out any that are `CLAIMED`) and try again.
+    pub(crate) fn finish_registration(&self) -> bool {
+        // Release: pairs with a partner's Acquire in `try_decide`; our
+        // entries were published by Release CASes on their cells already.
+        match self.state.compare_exchange(
+            REGISTERING,
+            WAITING,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => true,
+            Err(lost) => {
+                debug_assert_eq!(lost, REGISTERING_LOST);
+                self.state.store(REGISTERING, Ordering::Relaxed);
+                false
+            }
+        }
     }
 
     /// The owner withdraws. `false`: someone decided first, so the owner
@@ -147,8 +236,8 @@ impl Waiter {
 
     fn outcome(&self) -> Outcome {
         match self.state.load(Ordering::Relaxed) {
-            CLOSED => Outcome::Closed,
-            s if s >= SELECTED => Outcome::Selected(s - SELECTED),
+            s if s >= DECIDED && (s - DECIDED) & 1 == 1 => Outcome::Closed((s - DECIDED) >> 1),
+            s if s >= DECIDED => Outcome::Selected((s - DECIDED) >> 1),
             s => unreachable!("waiter finished in state {s}"),
         }
     }
@@ -163,4 +252,13 @@ pub(crate) struct Entry {
     /// `*mut MaybeUninit<T>` for the cell's `T`: where a parked sender keeps
     /// its value and where a parked receiver gets one.
     pub(crate) slot: *mut (),
+}
+
+impl Entry {
+    /// The waiter, for its owner (who keeps it alive while the entry is).
+    pub(crate) fn waiter(&self) -> &Waiter {
+        // SAFETY: an entry never outlives its waiter: both belong to the
+        // blocked operation's frame, the waiter declared first.
+        unsafe { &*self.waiter }
+    }
 }

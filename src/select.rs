@@ -1,0 +1,238 @@
+//! `select`: one operation out of several, whichever can complete first.
+//!
+//! The design is seed 003's, on the cells of the channel core:
+//!
+//! 1. **Try pass.** Every case is tried without blocking, in a random order
+//!    (so each ready case is equally likely to be chosen).
+//! 2. **Register.** One [`Waiter`], starting in the `REGISTERING` state,
+//!    publishes an entry in a cell of every case (a receive index, a
+//!    rendezvous send index, or a place in a bounded channel's permit
+//!    queue), in a fresh random order. A case found ready while registering
+//!    completes at once; nobody else can decide a registering waiter, so the
+//!    select simply takes it and withdraws what it published so far.
+//!    A partner that meets a registering select skips its cell (as it skips
+//!    a timed-out waiter) and marks the waiter `LOST`; when registration
+//!    ends, the select re-checks its cells and registers those cases again.
+//! 3. **Park.** The first partner (or closer) to win the waiter's state by
+//!    CAS completes its case; the select wakes, withdraws its other entries
+//!    (partners that reach them later skip them), and finishes the chosen
+//!    case. A timeout aborts the waiter the same way.
+//!
+//! A select with both a send and a receive case on one rendezvous channel
+//! must not pair with itself: see [`Channel::register_pair`] and the
+//! duplex entries of [`crate::cell`]. Several cases on one side of one
+//! rendezvous channel register only once (the first in the random order);
+//! the others still take part in the try pass.
+//!
+//! Timer cases register nothing: the select parks until the earliest timer's
+//! delivery time and then tries again.
+//!
+//! [`Channel::register_pair`]: crate::segment_chan::Channel::register_pair
+
+mod builder;
+mod cases;
+mod macros;
+mod rng;
+
+use crate::waiter::{Outcome, Waiter};
+use std::time::Instant;
+
+pub use builder::Select;
+#[doc(hidden)]
+pub use cases::{RecvCase, SendCase};
+
+/// What [`Case::register`] did.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Registered {
+    /// The case waits in its cell (or registers nothing, like a timer).
+    Pending,
+    /// The case completed on the spot; its result is stored.
+    Done,
+    /// The case completed another case: its paired send case, which must
+    /// now be finished with `complete(closed)`.
+    Partner { index: usize, closed: bool },
+}
+
+/// What a case needs to register: the select's waiter and its own number.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Registrar<'a> {
+    waiter: &'a Waiter,
+    index: usize,
+}
+
+/// Where a case sits: which channel, on which side, and whether it is a
+/// rendezvous channel (where a select could meet itself).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseKey {
+    channel: usize,
+    send: bool,
+    rendezvous: bool,
+}
+
+/// One case of a select, its element type erased. Implemented by
+/// [`RecvCase`] and [`SendCase`]; not part of the API (for `select!`).
+#[doc(hidden)]
+pub trait Case {
+    /// Tries the operation without blocking; `true`: it completed and its
+    /// result is stored.
+    fn try_complete(&mut self) -> bool;
+    /// The channel and side, for finding cases that would meet each other.
+    fn key(&self) -> Option<CaseKey>;
+    /// Leaves registration to another case on the same side of the same
+    /// rendezvous channel.
+    fn shadow(&mut self);
+    /// For a receive case: pairs with send case `index` on the same
+    /// rendezvous channel, whose value lives at `slot`.
+    fn pair_with(&mut self, index: usize, slot: *mut ());
+    /// For a send case: the place its value waits in, and that it is now
+    /// registered through a paired receive case.
+    fn pair_slot(&mut self) -> *mut ();
+    /// Publishes the case's entry (keeping those still live).
+    fn register(&mut self, registrar: &Registrar<'_>) -> Registered;
+    /// Drops the entries partners skipped while the select was registering;
+    /// `true` if the case must register again.
+    fn drop_lost(&mut self) -> bool;
+    /// Takes the entries out after the select was decided: the entry that
+    /// carried case `decided` (when a partner decided it) is complete, the
+    /// others are withdrawn.
+    fn release(&mut self, decided: Option<usize>);
+    /// A partner or closer decided this case: finishes it (moves the value
+    /// in or out) and stores the result.
+    fn complete(&mut self, closed: bool);
+    /// For a timer: when it may next be ready.
+    fn next_delivery(&self) -> Option<Instant>;
+}
+
+/// Runs a select over `cases`; `order` is scratch of the same length. With
+/// `block` false, only the try pass runs. Returns the completed case, or
+/// `None` when nothing was ready (`block` false) or `deadline` passed.
+#[doc(hidden)]
+pub fn run<'c>(
+    cases: &mut [&mut (dyn Case + 'c)],
+    order: &mut [usize],
+    block: bool,
+    deadline: Option<Instant>,
+) -> Option<usize> {
+    debug_assert_eq!(cases.len(), order.len());
+    rng::shuffled(order);
+    if let Some(done) = try_pass(cases, order) {
+        return Some(done);
+    }
+    if !block {
+        return None;
+    }
+    find_meetings(cases);
+    loop {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        rng::shuffled(order);
+        let wake = cases
+            .iter()
+            .filter_map(|case| case.next_delivery())
+            .chain(deadline)
+            .min();
+        let waiter = Waiter::registering();
+        if let Some(done) = register_all(cases, order, &waiter) {
+            return Some(done);
+        }
+        match waiter.wait(wake) {
+            Outcome::Selected(index) => return Some(finish(cases, index, false)),
+            Outcome::Closed(index) => return Some(finish(cases, index, true)),
+            Outcome::TimedOut => {
+                for case in cases.iter_mut() {
+                    case.release(None);
+                }
+                // A timer may be due, or a channel may have become ready
+                // just as we gave up.
+                if let Some(done) = try_pass(cases, order) {
+                    return Some(done);
+                }
+            }
+        }
+    }
+}
+
+fn try_pass(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<usize> {
+    order.iter().copied().find(|&i| cases[i].try_complete())
+}
+
+/// Finds the cases that would meet each other on a rendezvous channel: the
+/// first receive and the first send case on a channel are paired, further
+/// cases on the same side shadowed. Quadratic in the rendezvous cases, once
+/// per blocking select.
+fn find_meetings(cases: &mut [&mut (dyn Case + '_)]) {
+    for i in 0..cases.len() {
+        let Some(key) = cases[i].key().filter(|k| k.rendezvous) else {
+            continue;
+        };
+        if (0..i).any(|j| cases[j].key() == Some(key)) {
+            cases[i].shadow();
+            continue;
+        }
+        if key.send {
+            continue; // pairs are made from the receive side
+        }
+        let send = CaseKey { send: true, ..key };
+        if let Some(j) = (0..cases.len()).find(|&j| cases[j].key() == Some(send)) {
+            let slot = cases[j].pair_slot();
+            cases[i].pair_with(j, slot);
+        }
+    }
+}
+
+/// Registers every case; on a case that completes during registration,
+/// withdraws the rest and returns it.
+fn register_all(
+    cases: &mut [&mut (dyn Case + '_)],
+    order: &[usize],
+    waiter: &Waiter,
+) -> Option<usize> {
+    let mut again = false;
+    loop {
+        for &index in order {
+            // After a lost round, only the cases a partner skipped.
+            if again && !cases[index].drop_lost() {
+                continue;
+            }
+            let registrar = Registrar { waiter, index };
+            let done = match cases[index].register(&registrar) {
+                Registered::Pending => continue,
+                Registered::Done => index,
+                Registered::Partner { index, closed } => {
+                    cases[index].complete(closed);
+                    index
+                }
+            };
+            waiter.decide_own(done, false);
+            for case in cases.iter_mut() {
+                case.release(None);
+            }
+            return Some(done);
+        }
+        if waiter.finish_registration() {
+            return None;
+        }
+        again = true;
+    }
+}
+
+/// Finishes the case a partner or closer decided, after withdrawing the
+/// other entries.
+fn finish(cases: &mut [&mut (dyn Case + '_)], index: usize, closed: bool) -> usize {
+    for case in cases.iter_mut() {
+        case.release(Some(index));
+    }
+    cases[index].complete(closed);
+    index
+}
+
+/// The deadline of a `default(timeout)` arm; a timeout too large for
+/// `Instant` waits forever. For `select!`.
+#[doc(hidden)]
+pub fn deadline_after(timeout: std::time::Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
+}

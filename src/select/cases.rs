@@ -1,0 +1,420 @@
+//! The two kinds of case: a receive and a send, each holding its channel,
+//! the slot its value moves through, its registrations and its result.
+//!
+//! A case lives in the select's frame (`select!`) or in a box (`Select`) and
+//! does not move while the select runs, so its entries and slot can be
+//! published in cells.
+
+use super::{Case, CaseKey, Registered, Registrar};
+use crate::cell::{Duplex, Registration};
+use crate::channel::{Flavor, Receiver, Sender};
+use crate::error::{RecvError, SendError};
+use crate::segment_chan::{Mode, PairRegs, PairStop, RecvStop, SendStop};
+use crate::waiter::Entry;
+use crate::Fail;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::time::Instant;
+
+/// No entry to avoid: a case that is not part of a pair.
+const NOT_OWN: usize = usize::MAX;
+
+fn blank_entry() -> Entry {
+    Entry {
+        waiter: ptr::null(),
+        case: 0,
+        slot: ptr::null_mut(),
+    }
+}
+
+/// A receive case of a select. Not part of the API (for `select!`).
+#[doc(hidden)]
+pub struct RecvCase<'a, T> {
+    rx: &'a Receiver<T>,
+    /// Where a partner puts the message.
+    slot: MaybeUninit<T>,
+    /// Our entry (`0`), and a paired send case's (`1`).
+    entries: Duplex,
+    /// The send case on the same rendezvous channel, if any.
+    partner: Option<usize>,
+    /// Registered through another case on the same side.
+    shadowed: bool,
+    regs: PairRegs,
+    result: Option<Result<T, RecvError>>,
+}
+
+impl<'a, T> RecvCase<'a, T> {
+    /// A case receiving from `rx`.
+    pub fn new(rx: &'a Receiver<T>) -> Self {
+        RecvCase {
+            rx,
+            slot: MaybeUninit::uninit(),
+            entries: Duplex([blank_entry(), blank_entry()]),
+            partner: None,
+            shadowed: false,
+            regs: PairRegs::default(),
+            result: None,
+        }
+    }
+
+    /// The result of the completed case.
+    ///
+    /// # Panics
+    /// If the case did not complete (the select chose another).
+    pub fn into_result(mut self) -> Result<T, RecvError> {
+        self.result
+            .take()
+            .expect("select: the chosen case has no result (a bug in scalechan)")
+    }
+
+    fn is_registered(&self) -> bool {
+        self.regs.duplex.is_some() || self.regs.recv.is_some() || self.regs.send.is_some()
+    }
+}
+
+impl<T> Case for RecvCase<'_, T> {
+    fn try_complete(&mut self) -> bool {
+        let got = match self.rx.flavor() {
+            Flavor::Chan(shared) => shared.chan.recv(crate::Wait::Try),
+            Flavor::Timer(timer, convert) => timer.try_recv().map(convert),
+        };
+        self.result = match got {
+            Ok(msg) => Some(Ok(msg)),
+            Err(Fail::Closed) => Some(Err(RecvError)),
+            Err(_) => return false,
+        };
+        true
+    }
+
+    fn key(&self) -> Option<CaseKey> {
+        match self.rx.flavor() {
+            Flavor::Chan(shared) => Some(CaseKey {
+                channel: &shared.chan as *const _ as usize,
+                send: false,
+                rendezvous: shared.chan.capacity() == Some(0),
+            }),
+            Flavor::Timer(..) => None,
+        }
+    }
+
+    fn shadow(&mut self) {
+        self.shadowed = true;
+    }
+
+    fn pair_with(&mut self, index: usize, slot: *mut ()) {
+        self.partner = Some(index);
+        self.entries.0[1].case = index;
+        self.entries.0[1].slot = slot;
+    }
+
+    fn pair_slot(&mut self) -> *mut () {
+        unreachable!("only send cases pair through their slot")
+    }
+
+    fn register(&mut self, registrar: &Registrar<'_>) -> Registered {
+        let Flavor::Chan(shared) = self.rx.flavor() else {
+            return Registered::Pending; // timers wait by deadline
+        };
+        if self.shadowed {
+            return Registered::Pending;
+        }
+        let chan = &shared.chan;
+        if !self.is_registered() {
+            // Nothing of ours is published: the entries may be rewritten.
+            self.entries.0[0] = Entry {
+                waiter: registrar.waiter,
+                case: registrar.index,
+                slot: self.slot.as_mut_ptr() as *mut (),
+            };
+            self.entries.0[1].waiter = registrar.waiter;
+        }
+        if let Some(partner) = self.partner {
+            return match chan.register_pair(&self.entries, &mut self.regs) {
+                PairStop::Registered => Registered::Pending,
+                PairStop::Received(got) => {
+                    self.result = Some(got.map_err(|_| RecvError));
+                    Registered::Done
+                }
+                PairStop::Sent(sent) => Registered::Partner {
+                    index: partner,
+                    closed: sent.is_err(),
+                },
+            };
+        }
+        let mode = Mode::Register {
+            entry: &self.entries.0[0],
+            own: NOT_OWN,
+        };
+        match chan.recv_in(mode) {
+            Ok(msg) => self.result = Some(Ok(msg)),
+            Err(RecvStop::Fail(_)) => self.result = Some(Err(RecvError)),
+            Err(RecvStop::Registered(reg)) => {
+                self.regs.recv = Some(reg);
+                return Registered::Pending;
+            }
+            Err(RecvStop::SelfMet) => unreachable!("an unpaired case has no own entry"),
+        }
+        Registered::Done
+    }
+
+    fn drop_lost(&mut self) -> bool {
+        let mut lost = false;
+        for reg in [
+            &mut self.regs.duplex,
+            &mut self.regs.recv,
+            &mut self.regs.send,
+        ] {
+            if reg.as_ref().is_some_and(|r| !r.is_live()) {
+                reg.take().map(Registration::cancel);
+                lost = true;
+            }
+        }
+        lost
+    }
+
+    fn release(&mut self, decided: Option<usize>) {
+        // (Only read when registered: then the entries are written.)
+        let mine = decided == Some(self.entries.0[0].case);
+        let partners = decided.is_some() && decided == self.partner;
+        let regs = std::mem::take(&mut self.regs);
+        if let Some(reg) = regs.duplex {
+            if mine || partners {
+                reg.complete();
+            } else {
+                reg.cancel();
+            }
+        }
+        if let Some(reg) = regs.recv {
+            if mine {
+                reg.complete();
+            } else {
+                reg.cancel();
+            }
+        }
+        if let Some(reg) = regs.send {
+            if partners {
+                reg.complete();
+            } else {
+                reg.cancel();
+            }
+        }
+    }
+
+    fn complete(&mut self, closed: bool) {
+        let Flavor::Chan(shared) = self.rx.flavor() else {
+            unreachable!("timers are never decided by a partner")
+        };
+        self.result = Some(if closed {
+            Err(RecvError)
+        } else {
+            // SAFETY: the partner that decided this case wrote the slot
+            // before finishing, and `Waiter::wait` saw it finish (Acquire).
+            let msg = unsafe { self.slot.assume_init_read() };
+            Ok(shared.chan.received(msg))
+        });
+    }
+
+    fn next_delivery(&self) -> Option<Instant> {
+        match self.rx.flavor() {
+            Flavor::Timer(timer, _) => timer.next_delivery(),
+            Flavor::Chan(_) => None,
+        }
+    }
+}
+
+/// A send case of a select. Not part of the API (for `select!`).
+#[doc(hidden)]
+pub struct SendCase<'a, T> {
+    tx: &'a Sender<T>,
+    /// The value, until it is sent or handed back.
+    slot: MaybeUninit<T>,
+    full: bool,
+    entry: Entry,
+    /// Registered through the paired receive case.
+    paired: bool,
+    /// Registered through another case on the same side.
+    shadowed: bool,
+    reg: Option<Registration>,
+    result: Option<Result<(), SendError<T>>>,
+}
+
+impl<'a, T> SendCase<'a, T> {
+    /// A case sending `msg` on `tx`.
+    pub fn new(tx: &'a Sender<T>, msg: T) -> Self {
+        SendCase {
+            tx,
+            slot: MaybeUninit::new(msg),
+            full: true,
+            entry: blank_entry(),
+            paired: false,
+            shadowed: false,
+            reg: None,
+            result: None,
+        }
+    }
+
+    /// The result of the completed case.
+    ///
+    /// # Panics
+    /// If the case did not complete (the select chose another).
+    pub fn into_result(mut self) -> Result<(), SendError<T>> {
+        self.result
+            .take()
+            .expect("select: the chosen case has no result (a bug in scalechan)")
+    }
+
+    fn take(&mut self) -> T {
+        debug_assert!(self.full);
+        self.full = false;
+        // SAFETY: `full`: the slot holds our value, and nobody else may
+        // take it (no partner decided this case).
+        unsafe { self.slot.assume_init_read() }
+    }
+
+    fn put(&mut self, msg: T) {
+        debug_assert!(!self.full);
+        self.slot.write(msg);
+        self.full = true;
+    }
+}
+
+impl<T> Case for SendCase<'_, T> {
+    fn try_complete(&mut self) -> bool {
+        let msg = self.take();
+        self.result = match self.tx.chan().send(msg, crate::Wait::Try) {
+            Ok(()) => Some(Ok(())),
+            Err((msg, Fail::Closed)) => Some(Err(SendError(msg))),
+            Err((msg, _)) => {
+                self.put(msg);
+                return false;
+            }
+        };
+        true
+    }
+
+    fn key(&self) -> Option<CaseKey> {
+        let chan = self.tx.chan();
+        Some(CaseKey {
+            channel: chan as *const _ as usize,
+            send: true,
+            rendezvous: chan.capacity() == Some(0),
+        })
+    }
+
+    fn shadow(&mut self) {
+        self.shadowed = true;
+    }
+
+    fn pair_with(&mut self, _: usize, _: *mut ()) {
+        unreachable!("pairs are made from the receive side")
+    }
+
+    fn pair_slot(&mut self) -> *mut () {
+        self.paired = true;
+        self.slot.as_mut_ptr() as *mut ()
+    }
+
+    fn register(&mut self, registrar: &Registrar<'_>) -> Registered {
+        if self.paired || self.shadowed {
+            return Registered::Pending;
+        }
+        self.entry = Entry {
+            waiter: registrar.waiter,
+            case: registrar.index,
+            slot: self.slot.as_mut_ptr() as *mut (),
+        };
+        let msg = self.take();
+        let mode = Mode::Register {
+            entry: &self.entry,
+            own: NOT_OWN,
+        };
+        self.result = match self.tx.chan().send_in(msg, mode) {
+            Ok(()) => Some(Ok(())),
+            Err(SendStop::Fail(msg, _)) => Some(Err(SendError(msg))),
+            Err(SendStop::Registered(reg)) => {
+                // The value waits in our slot.
+                self.full = true;
+                self.reg = Some(reg);
+                return Registered::Pending;
+            }
+            Err(SendStop::SelfMet(_)) => unreachable!("an unpaired case has no own entry"),
+        };
+        Registered::Done
+    }
+
+    fn drop_lost(&mut self) -> bool {
+        if self.reg.as_ref().is_some_and(|r| !r.is_live()) {
+            self.reg.take().map(Registration::cancel);
+            return true;
+        }
+        false
+    }
+
+    fn release(&mut self, decided: Option<usize>) {
+        if let Some(reg) = self.reg.take() {
+            if decided == Some(self.entry.case) {
+                reg.complete();
+            } else {
+                reg.cancel();
+            }
+        }
+    }
+
+    fn complete(&mut self, closed: bool) {
+        let chan = self.tx.chan();
+        self.result = Some(if closed {
+            let msg = self.take();
+            Err(SendError(msg))
+        } else if chan.capacity() == Some(0) {
+            // The receiver took the value out of our slot.
+            self.full = false;
+            Ok(())
+        } else {
+            // A bounded channel handed us a permit: deposit the value.
+            let msg = self.take();
+            chan.send_permitted(msg).map_err(|(msg, _)| SendError(msg))
+        });
+    }
+
+    fn next_delivery(&self) -> Option<Instant> {
+        None
+    }
+}
+
+impl<T> Drop for SendCase<'_, T> {
+    fn drop(&mut self) {
+        debug_assert!(self.reg.is_none(), "a send case dropped while registered");
+        if self.full {
+            // A case that was not chosen: its value is dropped, never sent.
+            // SAFETY: `full`: the value is ours.
+            unsafe { self.slot.assume_init_drop() };
+        }
+    }
+}
+
+impl<T> Drop for RecvCase<'_, T> {
+    fn drop(&mut self) {
+        debug_assert!(
+            !self.is_registered(),
+            "a receive case dropped while registered"
+        );
+    }
+}
+
+impl<T> std::fmt::Debug for RecvCase<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvCase")
+            .field("rx", self.rx)
+            .field("done", &self.result.is_some())
+            .finish()
+    }
+}
+
+impl<T> std::fmt::Debug for SendCase<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendCase")
+            .field("tx", self.tx)
+            .field("done", &self.result.is_some())
+            .finish()
+    }
+}

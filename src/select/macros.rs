@@ -1,0 +1,204 @@
+//! The `select!` macro: parses crossbeam-style arms, binds each case on the
+//! stack in source order, runs [`select::run`](super::run) and expands the
+//! chosen arm's body inline (so `break`, `continue`, `return` and `?` act on
+//! the enclosing code). No heap allocation: the cases and the scratch order
+//! are arrays in the caller's frame.
+
+/// Waits on several channel operations and runs the arm of the one that
+/// completes; an expression whose value is that arm's.
+///
+/// ```text
+/// select! {
+///     recv(rx) -> msg => body,          // msg: Result<T, RecvError>
+///     send(tx, value) -> res => body,   // res: Result<(), SendError<T>>
+///     default => body,                  // optional: nothing was ready
+///     default(timeout) => body,         // or: nothing within `timeout`
+/// }
+/// ```
+///
+/// Channel operands may be handles or references to handles. Every operand
+/// and every send value is evaluated exactly once, on entry, in source
+/// order, whichever case is chosen; a `default(timeout)` after them. Ready
+/// cases are chosen with equal probability. A send case that is not chosen
+/// sends nothing: its value is dropped. A case on a closed channel is ready
+/// (with an error). Without a default arm, `select!` blocks until a case
+/// completes.
+///
+/// ```
+/// use scalechan::select;
+/// use std::time::Duration;
+///
+/// let (tx, rx) = scalechan::unbounded();
+/// let (quit_tx, quit_rx) = scalechan::bounded::<()>(0);
+/// std::thread::spawn(move || {
+///     for i in 0..3 {
+///         tx.send(i).unwrap();
+///     }
+///     quit_tx.close();
+/// });
+/// let mut sum = 0;
+/// loop {
+///     select! {
+///         recv(rx) -> msg => match msg {
+///             Ok(n) => sum += n,
+///             Err(_) => break, // closed and drained
+///         },
+///         recv(quit_rx) -> _ => {
+///             // Take what is left, then stop.
+///             sum += rx.try_iter().sum::<i32>();
+///             break;
+///         }
+///         default(Duration::from_secs(10)) => panic!("stuck"),
+///     }
+/// }
+/// assert_eq!(sum, 3);
+/// ```
+#[macro_export]
+macro_rules! select {
+    ($($arms:tt)*) => {
+        $crate::__select_internal!(@parse [] [] $($arms)*)
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __select_internal {
+    // ------------------------------------------------------------- parsing
+    // Accumulates `(recv rx res body)`, `(send tx value res body)` and one
+    // default, then binds.
+    (@parse [$($cases:tt)*] [$($default:tt)*]) => {
+        $crate::__select_internal!(@bind [] [$($cases)*] [$($default)*])
+    };
+
+    (@parse [$($cases:tt)*] $default:tt
+        recv($rx:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (recv ($rx) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        recv($rx:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (recv ($rx) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        recv($rx:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (recv ($rx) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        recv($rx:expr $(,)?) -> $res:pat => $body:expr) => {
+        $crate::__select_internal!(@parse [$($cases)* (recv ($rx) ($res) ($body))] $default)
+    };
+
+    (@parse [$($cases:tt)*] $default:tt
+        send($tx:expr, $value:expr $(,)?) -> $res:pat => $body:block, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (send ($tx) ($value) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        send($tx:expr, $value:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (send ($tx) ($value) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        send($tx:expr, $value:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse [$($cases)* (send ($tx) ($value) ($res) ($body))] $default $($rest)*)
+    };
+    (@parse [$($cases:tt)*] $default:tt
+        send($tx:expr, $value:expr $(,)?) -> $res:pat => $body:expr) => {
+        $crate::__select_internal!(@parse [$($cases)* (send ($tx) ($value) ($res) ($body))] $default)
+    };
+
+    (@parse $cases:tt [] default => $body:block, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default => $body:expr) => {
+        $crate::__select_internal!(@parse $cases [(now) ($body)])
+    };
+    (@parse $cases:tt [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(after $timeout) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default($timeout:expr $(,)?) => $body:block $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(after $timeout) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default($timeout:expr $(,)?) => $body:expr, $($rest:tt)*) => {
+        $crate::__select_internal!(@parse $cases [(after $timeout) ($body)] $($rest)*)
+    };
+    (@parse $cases:tt [] default($timeout:expr $(,)?) => $body:expr) => {
+        $crate::__select_internal!(@parse $cases [(after $timeout) ($body)])
+    };
+
+    (@parse $cases:tt [$($default:tt)+] default $($rest:tt)*) => {
+        ::core::compile_error!("select!: more than one `default` arm")
+    };
+    (@parse $cases:tt $default:tt $($rest:tt)+) => {
+        ::core::compile_error!(
+            "select!: expected `recv(rx) -> msg => body`, `send(tx, value) -> res => body`, \
+             `default => body` or `default(timeout) => body`"
+        )
+    };
+
+    // ------------------------------------------------------------- binding
+    // One nested block per case, in source order. Each `case` below is a
+    // distinct binding (macro hygiene), carried on to the run by its token.
+    (@bind [$($bound:tt)*] [(recv ($rx:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {{
+        let rx = &$rx;
+        let mut case = $crate::select::RecvCase::new(rx);
+        $crate::__select_internal!(@bind [$($bound)* (recv case $res $body)] [$($rest)*] $default)
+    }};
+    (@bind [$($bound:tt)*] [(send ($tx:expr) ($value:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {{
+        let tx = &$tx;
+        let mut case = $crate::select::SendCase::new(tx, $value);
+        $crate::__select_internal!(@bind [$($bound)* (send case $res $body)] [$($rest)*] $default)
+    }};
+    (@bind [] [] $default:tt) => {{
+        let (block, deadline) = $crate::__select_internal!(@mode $default);
+        let index = $crate::select::run(&mut [], &mut [], block, deadline);
+        let _ = index;
+        $crate::__select_internal!(@dispatch index () [] $default)
+    }};
+    (@bind [$(($kind:ident $case:ident $res:tt $body:tt))+] [] $default:tt) => {{
+        let (block, deadline) = $crate::__select_internal!(@mode $default);
+        let mut order = [$({ let _ = &$case; 0usize }),+];
+        let index = {
+            let mut cases = [$(&mut $case as &mut dyn $crate::select::Case),+];
+            $crate::select::run(&mut cases, &mut order, block, deadline)
+        };
+        $crate::__select_internal!(@dispatch index (0) [$(($kind $case $res $body))+] $default)
+    }};
+
+    (@mode []) => {
+        (true, ::core::option::Option::None)
+    };
+    (@mode [(now) $body:tt]) => {
+        (false, ::core::option::Option::None)
+    };
+    (@mode [(after $timeout:expr) $body:tt]) => {
+        (true, $crate::select::deadline_after($timeout))
+    };
+
+    // ------------------------------------------------------------ dispatch
+    (@dispatch $index:ident ($($n:tt)*) [(recv $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
+        if $index == ::core::option::Option::Some($($n)*) {
+            let $res = $case.into_result();
+            $body
+        } else {
+            $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
+        }
+    };
+    (@dispatch $index:ident ($($n:tt)*) [(send $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
+        if $index == ::core::option::Option::Some($($n)*) {
+            let $res = $case.into_result();
+            $body
+        } else {
+            $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
+        }
+    };
+    (@dispatch $index:ident $n:tt [] [$when:tt ($body:expr)]) => {
+        $body
+    };
+    (@dispatch $index:ident $n:tt [] []) => {
+        ::core::unreachable!("select!: no case completed")
+    };
+}

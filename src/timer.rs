@@ -1,0 +1,209 @@
+//! Timer channels: [`after`], [`tick`] and [`never`].
+//!
+//! No thread per timer and no message in any queue: a timer is a deadline
+//! the receiver compares with the clock. `after` delivers once; `tick`
+//! delivers on the grid `start + k * period` (Go's schedule) and a receiver
+//! that falls behind gets one stale tick and then the next grid point, never
+//! a backlog. A blocked receiver sleeps until the next delivery time (or its
+//! own deadline) in `parking_lot_core`, from which `close` wakes it.
+//!
+//! Timers are plain atomics on the real clock: nothing here is shared with
+//! the cell protocol, so the loom models do not cover them (loom has no
+//! clock); the tests in `tests/timers.rs` do.
+
+use crate::Fail;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a timer delivers, and when.
+#[derive(Debug)]
+enum Schedule {
+    /// Once, at `at` (`None`: a delay too long for `Instant`, so never).
+    After {
+        at: Option<Instant>,
+        fired: AtomicBool,
+    },
+    /// At `start + k * period` for k >= 1; `next` is the next undelivered
+    /// grid point, as nanoseconds after `start`.
+    Tick {
+        start: Instant,
+        period: u64,
+        next: AtomicU64,
+    },
+    /// Never.
+    Never,
+}
+
+/// The shared state behind a timer [`Receiver`](crate::Receiver).
+#[derive(Debug)]
+pub(crate) struct Timer {
+    schedule: Schedule,
+    closed: AtomicBool,
+}
+
+impl Timer {
+    pub(crate) fn after(delay: Duration) -> Self {
+        Timer::new(Schedule::After {
+            at: Instant::now().checked_add(delay),
+            fired: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn tick(period: Duration) -> Self {
+        assert!(
+            !period.is_zero(),
+            "scalechan::tick: the period must be greater than zero"
+        );
+        // Periods beyond 584 years tick never in practice; saturate.
+        let period = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        Timer::new(Schedule::Tick {
+            start: Instant::now(),
+            period,
+            next: AtomicU64::new(period),
+        })
+    }
+
+    pub(crate) fn never() -> Self {
+        Timer::new(Schedule::Never)
+    }
+
+    fn new(schedule: Schedule) -> Self {
+        Timer {
+            schedule,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// `Some(1)` for `after` and `tick` (at most one message is ever
+    /// pending), `Some(0)` for `never`.
+    pub(crate) fn capacity(&self) -> Option<usize> {
+        match self.schedule {
+            Schedule::Never => Some(0),
+            _ => Some(1),
+        }
+    }
+
+    /// The next delivery time; `None` if there will be none.
+    pub(crate) fn next_delivery(&self) -> Option<Instant> {
+        if self.is_closed() {
+            return None;
+        }
+        match &self.schedule {
+            // Relaxed: a stale `false` only makes a receiver look once more.
+            Schedule::After { at, fired } if !fired.load(Ordering::Relaxed) => *at,
+            Schedule::After { .. } | Schedule::Never => None,
+            Schedule::Tick { start, next, .. } => {
+                start.checked_add(Duration::from_nanos(next.load(Ordering::Relaxed)))
+            }
+        }
+    }
+
+    /// Takes the pending delivery, if one is due. No read-modify-write when
+    /// none is.
+    pub(crate) fn try_recv(&self) -> Result<Instant, Fail> {
+        if self.is_closed() {
+            return Err(Fail::Closed);
+        }
+        match &self.schedule {
+            Schedule::After {
+                at: Some(at),
+                fired,
+            } => {
+                if fired.load(Ordering::Relaxed) || Instant::now() < *at {
+                    return Err(Fail::WouldBlock);
+                }
+                // Relaxed: the flag carries no other data; the CAS makes
+                // exactly one receiver the one that gets the message.
+                match fired.compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => Ok(*at),
+                    Err(_) => Err(Fail::WouldBlock),
+                }
+            }
+            Schedule::After { at: None, .. } | Schedule::Never => Err(Fail::WouldBlock),
+            Schedule::Tick {
+                start,
+                period,
+                next,
+            } => {
+                let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let mut due = next.load(Ordering::Relaxed);
+                loop {
+                    if elapsed < due {
+                        return Err(Fail::WouldBlock);
+                    }
+                    // The grid point after now: ticks missed meanwhile are
+                    // dropped, as Go's ticker drops them.
+                    let after_now = (elapsed / period).saturating_add(1).saturating_mul(*period);
+                    match next.compare_exchange_weak(
+                        due,
+                        after_now,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Ok(*start + Duration::from_nanos(due)),
+                        Err(now) => due = now,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Blocks until a delivery, the close, or `deadline`.
+    pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<Instant, Fail> {
+        loop {
+            match self.try_recv() {
+                Err(Fail::WouldBlock) => {}
+                done => return done,
+            }
+            let wake = match (self.next_delivery(), deadline) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Fail::Timeout);
+            }
+            // SAFETY: the key is our own address, used only for hashing; the
+            // validation callback runs under the bucket lock, so a close
+            // between it and the park is seen by `close`'s unpark.
+            unsafe {
+                parking_lot_core::park(
+                    self.key(),
+                    || !self.is_closed(),
+                    || {},
+                    |_, _| {},
+                    parking_lot_core::DEFAULT_PARK_TOKEN,
+                    wake,
+                );
+            }
+        }
+    }
+
+    fn key(&self) -> usize {
+        &self.closed as *const AtomicBool as usize
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release in `close`.
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Stops the timer; blocked receivers wake up and report `Closed`.
+    pub(crate) fn close(&self) -> bool {
+        let first = !self.closed.swap(true, Ordering::Release);
+        if first {
+            // SAFETY: the key is only hashed.
+            unsafe {
+                parking_lot_core::unpark_all(self.key(), parking_lot_core::DEFAULT_UNPARK_TOKEN);
+            }
+        }
+        first
+    }
+
+    /// 1 while a delivery is due and not taken, else 0.
+    pub(crate) fn len(&self) -> usize {
+        match self.next_delivery() {
+            Some(at) if Instant::now() >= at => 1,
+            _ => 0,
+        }
+    }
+}

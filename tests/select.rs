@@ -1,0 +1,427 @@
+//! select! and Select: every arm form, readiness, closing, timeouts,
+//! fairness, self-pairing, drops, and stress with message ids.
+
+use scalechan::{after, bounded, never, select, tick, unbounded, Select};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+const MS: Duration = Duration::from_millis(1);
+
+#[test]
+fn recv_ready() {
+    let (tx, rx) = unbounded();
+    tx.send(1).unwrap();
+    let got = select! {
+        recv(rx) -> m => m.unwrap(),
+    };
+    assert_eq!(got, 1);
+}
+
+#[test]
+fn send_ready() {
+    let (tx, rx) = bounded(1);
+    select! {
+        send(tx, 5) -> r => r.unwrap(),
+    }
+    assert_eq!(rx.try_recv(), Ok(5));
+}
+
+#[test]
+fn default_when_nothing_ready() {
+    let (_tx, rx) = unbounded::<i32>();
+    let r = select! {
+        recv(rx) -> _ => 1,
+        default => 2,
+    };
+    assert_eq!(r, 2);
+}
+
+#[test]
+fn default_timeout() {
+    let (_tx, rx) = unbounded::<i32>();
+    let start = Instant::now();
+    let r = select! {
+        recv(rx) -> _ => 1,
+        default(20 * MS) => 2,
+    };
+    assert_eq!(r, 2);
+    assert!(start.elapsed() >= 20 * MS);
+}
+
+#[test]
+fn blocking_recv_woken_by_send() {
+    for cap in [None, Some(0), Some(1), Some(5)] {
+        let (tx, rx) = match cap {
+            None => unbounded(),
+            Some(c) => bounded(c),
+        };
+        let (_tx2, rx2) = unbounded::<i32>();
+        let h = thread::spawn(move || {
+            thread::sleep(10 * MS);
+            tx.send(42).unwrap();
+        });
+        let got = select! {
+            recv(rx2) -> _ => panic!("wrong case"),
+            recv(rx) -> m => m.unwrap(),
+        };
+        assert_eq!(got, 42, "cap {cap:?}");
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn blocking_send_woken_by_recv() {
+    for cap in [0, 1] {
+        let (tx, rx) = bounded(cap);
+        if cap == 1 {
+            tx.send(0).unwrap();
+        }
+        let (_tx2, rx2) = unbounded::<i32>();
+        let h = thread::spawn(move || {
+            thread::sleep(10 * MS);
+            let a = rx.recv().unwrap();
+            if cap == 1 {
+                assert_eq!(a, 0);
+                assert_eq!(rx.recv().unwrap(), 7);
+            } else {
+                assert_eq!(a, 7);
+            }
+        });
+        select! {
+            recv(rx2) -> _ => panic!("wrong case"),
+            send(tx, 7) -> r => r.unwrap(),
+        }
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn closed_channel_is_ready() {
+    let (tx, rx) = unbounded::<i32>();
+    tx.close();
+    let r = select! {
+        recv(rx) -> m => m.is_err(),
+        default => false,
+    };
+    assert!(r);
+    let (tx, rx) = bounded::<i32>(0);
+    rx.close();
+    let r = select! {
+        send(tx, 1) -> res => res.unwrap_err().into_inner(),
+        default => 0,
+    };
+    assert_eq!(r, 1);
+}
+
+#[test]
+fn close_wakes_blocked_select() {
+    for cap in [None, Some(0), Some(3)] {
+        let (tx, rx) = match cap {
+            None => unbounded::<i32>(),
+            Some(c) => bounded(c),
+        };
+        let h = thread::spawn(move || {
+            thread::sleep(10 * MS);
+            tx.close();
+        });
+        let closed = select! {
+            recv(rx) -> m => m.is_err(),
+        };
+        assert!(closed);
+        h.join().unwrap();
+    }
+    // A blocked send case gets its value back.
+    let (tx, rx) = bounded::<String>(0);
+    let h = thread::spawn(move || {
+        thread::sleep(10 * MS);
+        rx.close();
+    });
+    let back = select! {
+        send(tx, "v".to_string()) -> r => r.unwrap_err().into_inner(),
+    };
+    assert_eq!(back, "v");
+    h.join().unwrap();
+}
+
+#[test]
+fn timer_cases() {
+    let (_tx, rx) = unbounded::<i32>();
+    let start = Instant::now();
+    let timeout = after(15 * MS);
+    let fired = select! {
+        recv(rx) -> _ => false,
+        recv(timeout) -> t => { assert!(t.unwrap() >= start + 15 * MS); true }
+    };
+    assert!(fired);
+    let nothing = never::<i32>();
+    let r = select! {
+        recv(nothing) -> _ => 1,
+        default(5 * MS) => 2,
+    };
+    assert_eq!(r, 2);
+    let ticks = tick(3 * MS);
+    let mut n = 0;
+    while n < 3 {
+        select! {
+            recv(ticks) -> t => { t.unwrap(); n += 1; }
+            recv(nothing) -> _ => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn builder_forms() {
+    let (tx1, rx1) = unbounded::<i32>();
+    let (tx2, rx2) = bounded::<String>(0);
+    assert!(Select::new()
+        .recv(&rx1, |_| ())
+        .send(&tx2, "x".into(), |_| ())
+        .try_wait()
+        .is_none());
+    tx1.send(3).unwrap();
+    let r = Select::new()
+        .recv(&rx1, |m| m.unwrap() * 2)
+        .recv(&rx2, |_| 0)
+        .wait();
+    assert_eq!(r, 6);
+    assert_eq!(Select::new().recv(&rx1, |_| 1).wait_timeout(5 * MS), None);
+    assert_eq!(Select::<()>::new().wait_timeout(MS), None);
+}
+
+#[test]
+fn control_flow_in_arms() {
+    let (tx, rx) = unbounded();
+    for i in 0..5 {
+        tx.send(i).unwrap();
+    }
+    drop(tx);
+    let mut seen = vec![];
+    loop {
+        select! {
+            recv(rx) -> m => {
+                let Ok(m) = m else { break };
+                if m == 1 { continue; }
+                seen.push(m);
+            }
+        }
+    }
+    assert_eq!(seen, [0, 2, 3, 4]);
+
+    fn first(rx: &scalechan::Receiver<i32>) -> Result<i32, scalechan::RecvError> {
+        select! {
+            recv(rx) -> m => return Ok(m? + 100),
+        }
+    }
+    let (tx, rx) = unbounded();
+    tx.send(1).unwrap();
+    assert_eq!(first(&rx), Ok(101));
+    drop(tx);
+    assert!(first(&rx).is_err());
+}
+
+#[test]
+fn references_and_evaluation_order() {
+    let (tx, rx) = unbounded::<i32>();
+    let order = std::cell::RefCell::new(vec![]);
+    let note = |n: i32| {
+        order.borrow_mut().push(n);
+        n
+    };
+    let rx_ref = &rx;
+    let tx_ref = &&tx;
+    let r = select! {
+        recv({ note(1); rx_ref }) -> _ => 0,
+        send({ note(2); tx_ref }, note(3)) -> _ => 1,
+        recv({ note(4); &rx }) -> _ => 2,
+    };
+    assert!(r == 1);
+    assert_eq!(*order.borrow(), [1, 2, 3, 4]);
+}
+
+#[test]
+fn unchosen_send_values_dropped_once() {
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (tx0, _rx0) = bounded::<Counted>(0);
+    let (tx1, rx1) = unbounded::<i32>();
+    tx1.send(1).unwrap();
+    for _ in 0..100 {
+        let r = select! {
+            send(tx0, Counted(drops.clone())) -> _ => 0,
+            recv(rx1) -> _ => 1,
+            default => 2,
+        };
+        assert!(r == 1 || r == 2);
+    }
+    assert_eq!(drops.load(Ordering::Relaxed), 100);
+    // Blocking path: the send case registers, then loses to a recv.
+    let (tx2, rx2) = unbounded::<i32>();
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        tx2.send(9).unwrap();
+    });
+    select! {
+        send(tx0, Counted(drops.clone())) -> _ => panic!("nobody receives"),
+        recv(rx2) -> m => assert_eq!(m, Ok(9)),
+    }
+    h.join().unwrap();
+    assert_eq!(drops.load(Ordering::Relaxed), 101);
+}
+
+#[test]
+fn never_pairs_with_itself() {
+    let (tx, rx) = bounded::<i32>(0);
+    let r = select! {
+        send(tx, 1) -> _ => 0,
+        recv(rx) -> _ => 1,
+        default(20 * MS) => 2,
+    };
+    assert_eq!(r, 2);
+}
+
+/// crossbeam-channel's `matching`: many selects, each with a send and a
+/// receive case on one rendezvous channel, pair up with each other.
+#[test]
+fn matching() {
+    const THREADS: usize = 44;
+    let (tx, rx) = bounded::<usize>(0);
+    thread::scope(|s| {
+        for i in 0..THREADS {
+            let (tx, rx) = (&tx, &rx);
+            s.spawn(move || {
+                select! {
+                    recv(rx) -> v => assert_ne!(v.unwrap(), i),
+                    send(tx, i) -> r => r.unwrap(),
+                }
+            });
+        }
+    });
+    assert_eq!(rx.try_recv().is_err(), true);
+}
+
+/// crossbeam-channel's `matching_with_leftover`.
+#[test]
+fn matching_with_leftover() {
+    const THREADS: usize = 55;
+    let (tx, rx) = bounded::<usize>(0);
+    thread::scope(|s| {
+        for i in 0..THREADS {
+            let (tx, rx) = (&tx, &rx);
+            s.spawn(move || {
+                select! {
+                    recv(rx) -> v => assert_ne!(v.unwrap(), i),
+                    send(tx, i) -> r => r.unwrap(),
+                }
+            });
+        }
+        s.spawn(|| rx.recv().unwrap());
+    });
+    assert!(rx.try_recv().is_err());
+}
+
+/// Two selects on opposite sides of one rendezvous channel must meet.
+#[test]
+fn select_meets_select() {
+    for _ in 0..200 {
+        let (tx, rx) = bounded::<i32>(0);
+        let (_t1, r1) = unbounded::<i32>();
+        let (_t2, r2) = unbounded::<i32>();
+        let barrier = Barrier::new(2);
+        thread::scope(|s| {
+            s.spawn(|| {
+                barrier.wait();
+                select! {
+                    send(tx, 3) -> r => r.unwrap(),
+                    recv(r1) -> _ => unreachable!(),
+                }
+            });
+            barrier.wait();
+            let v = select! {
+                recv(rx) -> v => v.unwrap(),
+                recv(r2) -> _ => unreachable!(),
+            };
+            assert_eq!(v, 3);
+        });
+    }
+}
+
+#[test]
+fn fairness_two_ready() {
+    const N: usize = 10_000;
+    let (t1, r1) = unbounded::<()>();
+    let (t2, r2) = unbounded::<()>();
+    let mut hits = [0usize; 2];
+    for _ in 0..N {
+        t1.send(()).unwrap();
+        t2.send(()).unwrap();
+        let i = select! {
+            recv(r1) -> _ => 0,
+            recv(r2) -> _ => 1,
+        };
+        hits[i] += 1;
+        // Drain the other.
+        let _ = r1.try_recv();
+        let _ = r2.try_recv();
+    }
+    // Binomial(10000, 0.5): sd 50; 6 sd is 300.
+    for h in hits {
+        assert!((h as i64 - N as i64 / 2).abs() < 300, "{hits:?}");
+    }
+}
+
+#[test]
+fn stress_exactly_once() {
+    const SENDERS: usize = 4;
+    const PER: usize = 5_000;
+    let chans: Vec<_> = [None, Some(0), Some(1), Some(10)]
+        .into_iter()
+        .map(|c| match c {
+            None => unbounded::<usize>(),
+            Some(c) => bounded(c),
+        })
+        .collect();
+    let seen: Vec<AtomicUsize> = (0..SENDERS * PER).map(|_| AtomicUsize::new(0)).collect();
+    let total = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for p in 0..SENDERS {
+            let chans = &chans;
+            s.spawn(move || {
+                for i in 0..PER {
+                    let id = p * PER + i;
+                    // Send through a select over all four channels.
+                    select! {
+                        send(chans[0].0, id) -> r => r.unwrap(),
+                        send(chans[1].0, id) -> r => r.unwrap(),
+                        send(chans[2].0, id) -> r => r.unwrap(),
+                        send(chans[3].0, id) -> r => r.unwrap(),
+                    }
+                }
+            });
+        }
+        for _ in 0..4 {
+            let (chans, seen, total) = (&chans, &seen, &total);
+            s.spawn(move || loop {
+                if total.load(Ordering::SeqCst) >= SENDERS * PER {
+                    break;
+                }
+                let id = select! {
+                    recv(chans[0].1) -> m => m.unwrap(),
+                    recv(chans[1].1) -> m => m.unwrap(),
+                    recv(chans[2].1) -> m => m.unwrap(),
+                    recv(chans[3].1) -> m => m.unwrap(),
+                    default(10 * MS) => continue,
+                };
+                assert_eq!(seen[id].fetch_add(1, Ordering::Relaxed), 0, "id {id} twice");
+                total.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+}
