@@ -209,14 +209,22 @@ fn control_flow_in_arms() {
     }
     assert_eq!(seen, [0, 2, 3, 4]);
 
+    // `?` and `return` leave the enclosing function.
     fn first(rx: &scalechan::Receiver<i32>) -> Result<i32, scalechan::RecvError> {
         select! {
-            recv(rx) -> m => return Ok(m? + 100),
+            recv(rx) -> m => {
+                if m? > 0 {
+                    return Ok(100);
+                }
+            }
         }
+        Ok(0)
     }
     let (tx, rx) = unbounded();
     tx.send(1).unwrap();
-    assert_eq!(first(&rx), Ok(101));
+    tx.send(-1).unwrap();
+    assert_eq!(first(&rx), Ok(100));
+    assert_eq!(first(&rx), Ok(0));
     drop(tx);
     assert!(first(&rx).is_err());
 }
@@ -303,7 +311,7 @@ fn matching() {
             });
         }
     });
-    assert_eq!(rx.try_recv().is_err(), true);
+    assert!(rx.try_recv().is_err());
 }
 
 /// crossbeam-channel's `matching_with_leftover`.

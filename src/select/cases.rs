@@ -164,8 +164,8 @@ impl<T> Case for RecvCase<'_, T> {
             &mut self.regs.recv,
             &mut self.regs.send,
         ] {
-            if reg.as_ref().is_some_and(|r| !r.is_live()) {
-                reg.take().map(Registration::cancel);
+            if let Some(dead) = reg.take_if(|r| !r.is_live()) {
+                dead.cancel();
                 lost = true;
             }
         }
@@ -343,11 +343,13 @@ impl<T> Case for SendCase<'_, T> {
     }
 
     fn drop_lost(&mut self) -> bool {
-        if self.reg.as_ref().is_some_and(|r| !r.is_live()) {
-            self.reg.take().map(Registration::cancel);
-            return true;
+        match self.reg.take_if(|r| !r.is_live()) {
+            Some(dead) => {
+                dead.cancel();
+                true
+            }
+            None => false,
         }
-        false
     }
 
     fn release(&mut self, decided: Option<usize>) {

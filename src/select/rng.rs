@@ -40,6 +40,6 @@ fn below(n: usize) -> usize {
         state.set(x);
         let r = (x * Wrapping(0x2545_f491_4f6c_dd1d)).0;
         // Multiply-shift: unbiased enough for n far below 2^32.
-        ((r >> 32) * n as u64 >> 32) as usize
+        (((r >> 32) * n as u64) >> 32) as usize
     })
 }
