@@ -99,25 +99,29 @@ impl Waiter {
     /// learns (`LOST`) that it must register that case again.
     #[inline]
     pub(crate) fn try_decide(&self, decision: usize) -> bool {
-        // Acquire: the owner's writes to its slots (a sent value) are visible.
-        // Release is not needed: the outcome is published through `done`.
-        match self
-            .state
-            .compare_exchange(WAITING, decision, Ordering::Acquire, Ordering::Relaxed)
-        {
-            Ok(_) => true,
-            Err(REGISTERING) => {
-                // Relaxed: the owner reacts to the bit by re-reading its
-                // cells, and waits out any it finds CLAIMED.
-                let _ = self.state.compare_exchange(
-                    REGISTERING,
-                    REGISTERING_LOST,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                false
+        let mut current = WAITING;
+        loop {
+            let next = match current {
+                WAITING => decision,
+                REGISTERING | REGISTERING_LOST => REGISTERING_LOST,
+                _ => return false,
+            };
+            // Acquire (deciding): the owner's writes to its slots (a sent
+            // value) are visible; the outcome itself is published through
+            // `done`. Release (marking LOST): our claim of the cell happens
+            // before the owner re-reads it, so it sees at least CLAIMED. The
+            // mark is written even when the bit is already set, so the
+            // owner's Acquire read synchronizes with every partner that
+            // skipped it.
+            match self
+                .state
+                .compare_exchange(current, next, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return current == WAITING,
+                // The owner may have finished registering meanwhile: then
+                // decide it after all.
+                Err(now) => current = now,
             }
-            Err(_) => false,
         }
     }
 
@@ -145,8 +149,7 @@ impl Waiter {
     /// back to plain `REGISTERING`, and the owner must re-check its cells
     /// (waiting out any that are `CLAIMED`) and try again.
     pub(crate) fn finish_registration(&self) -> bool {
-        // Release: pairs with a partner's Acquire in `try_decide`; our
-        // entries were published by Release CASes on their cells already.
+        // Release: pairs with a partner's Acquire in `try_decide`.
         match self.state.compare_exchange(
             REGISTERING,
             WAITING,
@@ -156,7 +159,10 @@ impl Waiter {
             Ok(_) => true,
             Err(lost) => {
                 debug_assert_eq!(lost, REGISTERING_LOST);
-                self.state.store(REGISTERING, Ordering::Relaxed);
+                // A swap, not a store: it reads the last mark, and Acquire
+                // makes every skipping partner's claim visible, so the
+                // re-check of our cells cannot read a stale entry word.
+                self.state.swap(REGISTERING, Ordering::Acquire);
                 false
             }
         }

@@ -4,6 +4,7 @@
 mod chan;
 mod lscq;
 mod scq;
+mod select;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;

@@ -1,0 +1,203 @@
+//! Loom models of select. Each runs with the preemption bound named in its
+//! `model(name, bound, ..)` call. Under loom a select tries and registers its
+//! cases in source order (the random order would differ between the
+//! executions loom replays), and a timed wait expires at a point the
+//! scheduler picks.
+
+use crate::model;
+use loom::thread;
+use scalechan::{bounded, select, unbounded, Select, SendTimeoutError, TryRecvError};
+use std::time::Duration;
+
+/// Bound 3. A select receiving on two channels against two senders: it
+/// takes exactly one message; the other stays in its channel.
+#[test]
+fn select_recv_two_vs_two_senders() {
+    model("select_recv_two_vs_two_senders", 3, || {
+        let (tx1, rx1) = unbounded();
+        let (tx2, rx2) = unbounded();
+        let s1 = thread::spawn(move || tx1.send(1).unwrap());
+        let s2 = thread::spawn(move || tx2.send(2).unwrap());
+        let got = select! {
+            recv(rx1) -> m => m.unwrap(),
+            recv(rx2) -> m => m.unwrap(),
+        };
+        s1.join().unwrap();
+        s2.join().unwrap();
+        let (mine, other) = if got == 1 { (&rx1, &rx2) } else { (&rx2, &rx1) };
+        assert_eq!(mine.try_recv(), Err(TryRecvError::Closed));
+        assert_eq!(other.try_recv(), Ok(3 - got));
+    });
+}
+
+/// Bound 3. A blocked select against a sender that sends, then closes: the
+/// select gets the message (never `Closed` with a message pending), and a
+/// second select sees the close.
+#[test]
+fn select_vs_send_then_close() {
+    model("select_vs_send_then_close", 3, || {
+        let (tx, rx) = bounded(1);
+        let (_keep, other) = unbounded::<i32>();
+        let s = thread::spawn(move || {
+            tx.send(1).unwrap();
+            drop(tx);
+        });
+        let first = select! {
+            recv(rx) -> m => m,
+            recv(other) -> _ => unreachable!(),
+        };
+        assert_eq!(first, Ok(1));
+        let second = select! {
+            recv(rx) -> m => m,
+            recv(other) -> _ => unreachable!(),
+        };
+        assert!(second.is_err());
+        s.join().unwrap();
+    });
+}
+
+/// Bound 3. A select's send case on a rendezvous channel against a parked
+/// (or arriving) receiver: the value is handed over exactly once.
+#[test]
+fn select_send_vs_receiver() {
+    model("select_send_vs_receiver", 3, || {
+        let (tx, rx) = bounded(0);
+        let (_keep, other) = unbounded::<i32>();
+        let r = thread::spawn(move || rx.recv().unwrap());
+        select! {
+            send(tx, 9) -> res => res.unwrap(),
+            recv(other) -> _ => unreachable!(),
+        }
+        assert_eq!(r.join().unwrap(), 9);
+    });
+}
+
+/// Bound 3. A select with a timeout races a rendezvous sender that also
+/// times out: either both completed (the select got the value) or neither
+/// did (the sender has its value back). Nothing is lost or duplicated.
+#[test]
+fn select_timeout_races_sender() {
+    model("select_timeout_races_sender", 3, || {
+        let (tx, rx) = bounded(0);
+        let _open = tx.clone(); // the sender's exit must not close the channel
+        let s = thread::spawn(move || tx.send_timeout(4, Duration::from_millis(1)));
+        let got = Select::new()
+            .recv(&rx, |m| m.unwrap())
+            .wait_timeout(Duration::from_millis(1));
+        match (got, s.join().unwrap()) {
+            (Some(v), Ok(())) => assert_eq!(v, 4),
+            (None, Err(SendTimeoutError::Timeout(v))) => assert_eq!(v, 4),
+            other => panic!("inconsistent outcome {other:?}"),
+        }
+    });
+}
+
+/// Bound 3. The same with an unbounded channel: a message the select gave
+/// up on stays in the channel.
+#[test]
+fn select_timeout_races_buffered_send() {
+    model("select_timeout_races_buffered_send", 3, || {
+        let (tx, rx) = unbounded();
+        let s = thread::spawn(move || tx.send(6).unwrap());
+        let got = Select::new()
+            .recv(&rx, |m| m.unwrap())
+            .wait_timeout(Duration::from_millis(1));
+        s.join().unwrap();
+        match got {
+            Some(v) => {
+                assert_eq!(v, 6);
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+            }
+            None => assert_eq!(rx.try_recv(), Ok(6)),
+        }
+    });
+}
+
+/// Bound 3. A select sending on a rendezvous channel against a select
+/// receiving on it (each with a second case that never fires): they meet,
+/// whichever registers first, with no deadlock.
+#[test]
+fn select_vs_select_rendezvous() {
+    model("select_vs_select_rendezvous", 3, || {
+        let (tx, rx) = bounded(0);
+        let (_k1, idle1) = unbounded::<i32>();
+        let (_k2, idle2) = unbounded::<i32>();
+        let s = thread::spawn(move || {
+            select! {
+                send(tx, 8) -> res => res.unwrap(),
+                recv(idle1) -> _ => unreachable!(),
+            }
+        });
+        let got = select! {
+            recv(rx) -> m => m.unwrap(),
+            recv(idle2) -> _ => unreachable!(),
+        };
+        assert_eq!(got, 8);
+        s.join().unwrap();
+    });
+}
+
+/// Bound 3. Two selects, each with a send and a receive case on one
+/// rendezvous channel (crossbeam's `matching`): they pair with each other
+/// and never with themselves. Exercises duplex entries.
+#[test]
+fn duplex_selects_match() {
+    model("duplex_selects_match", 3, || {
+        let (tx, rx) = bounded::<usize>(0);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let other = thread::spawn(move || {
+            select! {
+                recv(rx2) -> v => Some(v.unwrap()),
+                send(tx2, 1) -> r => { r.unwrap(); None }
+            }
+        });
+        let mine = select! {
+            recv(rx) -> v => Some(v.unwrap()),
+            send(tx, 0) -> r => { r.unwrap(); None }
+        };
+        match (mine, other.join().unwrap()) {
+            (Some(1), None) | (None, Some(0)) => {}
+            outcome => panic!("selects did not pair: {outcome:?}"),
+        }
+    });
+}
+
+/// Bound 3. A blocked select (receive on a rendezvous channel, send on a
+/// bounded one) against a close of both: it wakes with one failed case,
+/// and the send case's value comes back if chosen.
+#[test]
+fn select_vs_close() {
+    model("select_vs_close", 3, || {
+        let (tx, rx) = bounded::<i32>(0);
+        let (tx2, rx2) = bounded::<i32>(1);
+        tx2.send(0).unwrap(); // full: the send case blocks
+        let c = thread::spawn(move || {
+            rx.close();
+            rx2.close();
+        });
+        let r = select! {
+            send(tx, 1) -> res => res.unwrap_err().into_inner(),
+            send(tx2, 2) -> res => res.unwrap_err().into_inner(),
+        };
+        assert!(r == 1 || r == 2);
+        c.join().unwrap();
+    });
+}
+
+/// Bound 3. A select's send case waiting for a permit of a full bounded
+/// channel against a receiver: the permit the receive frees goes to the
+/// select, which deposits its value; nothing is lost or sent twice.
+#[test]
+fn select_bounded_send_woken_by_recv() {
+    model("select_bounded_send_woken_by_recv", 3, || {
+        let (tx, rx) = bounded(1);
+        tx.send(1).unwrap();
+        let (_keep, idle) = unbounded::<i32>();
+        let r = thread::spawn(move || (rx.recv().unwrap(), rx.recv().unwrap()));
+        select! {
+            send(tx, 2) -> res => res.unwrap(),
+            recv(idle) -> _ => unreachable!(),
+        }
+        assert_eq!(r.join().unwrap(), (1, 2));
+    });
+}
