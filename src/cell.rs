@@ -213,6 +213,11 @@ pub(crate) struct Registration {
     skip: usize,
     /// The skip counter that a withdrawn entry bumps (null: none).
     skipped: *const AtomicU64,
+    /// The counter our cell's index came from, and the index: a withdrawn
+    /// entry whose index is still the last one taken gives it back (null:
+    /// never).
+    taken_from: *const AtomicU64,
+    index: u64,
     segment: *const (),
     release: unsafe fn(*const ()),
 }
@@ -227,14 +232,18 @@ impl Registration {
         word: usize,
         skip: usize,
         skipped: Option<&AtomicU64>,
+        taken_from: Option<(&AtomicU64, u64)>,
         segment: *const (),
         release: unsafe fn(*const ()),
     ) -> Self {
+        let (taken_from, index) = taken_from.map_or((std::ptr::null(), 0), |(c, i)| (c, i));
         Registration {
             state,
             word,
             skip,
             skipped: skipped.map_or(std::ptr::null(), |c| c as *const AtomicU64),
+            taken_from,
+            index,
             segment,
             release,
         }
@@ -270,8 +279,43 @@ impl Registration {
     /// Takes the entry out of its cell unused (or finds a partner skipped
     /// it), settles the skip count, and drops the segment reference. The
     /// waiter must already be decided or aborted, or still registering.
+    ///
+    /// A waiter that gives up on a quiet channel (a select's `quit` case, a
+    /// polling `recv_timeout`) would otherwise leave one skipped cell per
+    /// attempt, and the segments between the two sides' cursors would pile
+    /// up with nobody to pass them. So when no later index has been taken on
+    /// our side, the index goes back: we hold the cell (`CLAIMED`, which a
+    /// partner arriving meanwhile waits out), move the counter back by CAS,
+    /// and leave the cell `EMPTY`, as if we had never come. A partner that
+    /// took the same index from the other side then finds it empty and
+    /// proceeds normally; the next operation on our side takes the index.
     pub(crate) fn cancel(self) {
-        withdraw(self.state(), self.word, self.skip);
+        if !self.taken_from.is_null() && claim(self.state(), self.word).is_ok() {
+            // SAFETY: per `new`, the counter outlives the registration.
+            let counter = unsafe { &*self.taken_from };
+            // Relaxed: the cell, released below, carries the ordering; an
+            // operation that takes the index again waits while it is CLAIMED.
+            let given_back = counter
+                .compare_exchange(
+                    self.index + 1,
+                    self.index,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+            // Release: pairs with the Acquire of whoever waits on CLAIMED.
+            self.state().store(
+                if given_back { EMPTY } else { self.skip },
+                Ordering::Release,
+            );
+            if given_back {
+                // SAFETY: per `new`; the entry has left the cell.
+                unsafe { (self.release)(self.segment) };
+                return;
+            }
+        } else {
+            withdraw(self.state(), self.word, self.skip);
+        }
         if !self.skipped.is_null() {
             // SAFETY: per `new`.
             unsafe { &*self.skipped }.fetch_add(1, Ordering::Relaxed);

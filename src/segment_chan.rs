@@ -33,7 +33,7 @@ use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
-use crate::segment::{Segment, SegmentCell, Segments, Side};
+use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
 use crate::semaphore::{self, Semaphore};
 use crate::waiter::{Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
@@ -372,6 +372,19 @@ impl<T> Channel<T> {
                             Claim::Gone(s) | Claim::Moved(s) => state = s,
                         }
                     }
+                    // The receiver of this index is giving up (it may hand
+                    // the index back and leave the cell empty).
+                    CLAIMED => state = cell::wait_unclaimed(&cell.state),
+                    EMPTY => {
+                        if cell
+                            .state
+                            .compare_exchange(EMPTY, BUFFERED, Ordering::Release, Ordering::Acquire)
+                            .is_ok()
+                        {
+                            return Ok(());
+                        }
+                        state = cell.state.load(Ordering::Acquire);
+                    }
                     other => unreachable!("send found cell in state {other}"),
                 }
             }
@@ -663,12 +676,21 @@ impl<T> Channel<T> {
         // SAFETY: `word` is now in `state`, a cell of `seg`, on which we hold
         // the reference taken above; the counter lives as long as `self`,
         // which the caller's handle keeps alive while the entry exists.
+        let counter = if sender {
+            &*self.senders
+        } else {
+            &*self.receivers
+        };
         let reg = unsafe {
             Registration::new(
                 state,
                 word,
                 skip,
                 Some(skipped),
+                // Never the last index of a segment: a later index on our
+                // side may have moved the side's cursor into the next
+                // segment, and the counter must not fall back behind it.
+                ((index + 1) % SEGMENT_CELLS as u64 != 0).then_some((counter, index)),
                 seg as *const Segment<Cell<T>> as *const (),
                 release_segment::<T>,
             )
@@ -843,6 +865,7 @@ impl<T> Channel<T> {
                 state,
                 word,
                 EMPTY,
+                None,
                 None,
                 seg as *const Segment<Cell<T>> as *const (),
                 release_segment::<T>,

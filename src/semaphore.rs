@@ -138,6 +138,7 @@ impl Semaphore {
                 word,
                 SKIP,
                 None,
+                None,
                 seg as *const Segment<WaitCell> as *const (),
                 release_segment,
             )

@@ -158,6 +158,42 @@ fn rendezvous_ping_pong() -> usize {
     allocs
 }
 
+/// `select!` with a fixed set of cases, blocking (a partner thread) and
+/// non-blocking: the cases live on the stack, so no allocation per select.
+fn select_macro() -> usize {
+    let (ping_tx, ping_rx) = bounded::<u64>(0);
+    let (pong_tx, pong_rx) = bounded::<u64>(1);
+    let (_quit_tx, quit_rx) = bounded::<()>(0);
+    let h = thread::spawn(move || {
+        for v in ping_rx.iter() {
+            pong_tx.send(v + 1).unwrap();
+        }
+    });
+    let run = |n: usize| {
+        for i in 0..n / 2 {
+            scalechan::select! {
+                send(ping_tx, i as u64) -> r => r.unwrap(),
+                recv(quit_rx) -> _ => unreachable!(),
+            }
+            let got = scalechan::select! {
+                recv(pong_rx) -> v => v.unwrap(),
+                recv(quit_rx) -> _ => unreachable!(),
+            };
+            assert_eq!(got, i as u64 + 1);
+            let idle = scalechan::select! {
+                recv(quit_rx) -> _ => false,
+                default => true,
+            };
+            assert!(idle);
+        }
+    };
+    run(10_000);
+    let allocs = count_allocs(|| run(MESSAGES));
+    drop(ping_tx);
+    h.join().unwrap();
+    allocs
+}
+
 fn long_lived_unbounded_segments() -> (usize, usize) {
     let total: usize = if cfg!(miri) {
         20_000
@@ -208,6 +244,7 @@ fn memory() {
     check("bounded(1), one thread", bounded_single_thread(1));
     check("bounded(16), two threads", bounded_two_threads(16));
     check("bounded(0), ping-pong", rendezvous_ping_pong());
+    check("select!, ping-pong and default", select_macro());
 
     // (b) a long-lived unbounded channel keeps its segment list small.
     let (after_drain, peak) = long_lived_unbounded_segments();

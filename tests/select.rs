@@ -433,3 +433,150 @@ fn stress_exactly_once() {
     });
     assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
 }
+
+#[test]
+fn hundreds_of_cases() {
+    let chans: Vec<_> = (0..300).map(|_| bounded::<usize>(0)).collect();
+    let (done_tx, done_rx) = unbounded();
+    thread::scope(|s| {
+        let chans = &chans;
+        s.spawn(move || {
+            for round in 0..50 {
+                let k = (round * 37) % chans.len();
+                chans[k].0.send(k).unwrap();
+            }
+            done_tx.send(()).unwrap();
+        });
+        for _ in 0..50 {
+            let mut sel = Select::new();
+            for (i, (_, rx)) in chans.iter().enumerate() {
+                sel = sel.recv(rx, move |m| (i, m.unwrap()));
+            }
+            let (i, v) = sel.wait();
+            assert_eq!(i, v);
+        }
+    });
+    done_rx.recv().unwrap();
+}
+
+#[test]
+fn same_channel_in_several_cases() {
+    // Several receive cases on one channel: any may fire, one message each.
+    let (tx, rx) = unbounded::<i32>();
+    tx.send(1).unwrap();
+    let r = select! {
+        recv(rx) -> m => m.unwrap(),
+        recv(rx) -> m => m.unwrap() + 10,
+        recv(rx) -> m => m.unwrap() + 20,
+    };
+    assert!([1, 11, 21].contains(&r));
+    assert!(rx.is_empty());
+    // And several on a rendezvous channel, both sides, blocking: a plain
+    // receiver pairs with one of the send cases, never with itself.
+    let (tx, rx) = bounded::<i32>(0);
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(5 * MS);
+            assert!([1, 2].contains(&rx.recv().unwrap()));
+        });
+        select! {
+            send(tx, 1) -> r => r.unwrap(),
+            send(tx, 2) -> r => r.unwrap(),
+            recv(rx) -> _ => panic!("paired with itself"),
+            recv(rx) -> _ => panic!("paired with itself"),
+        }
+    });
+}
+
+#[test]
+fn send_and_recv_same_bounded_channel() {
+    // Buffered: the send completes (room), never "paired" with the recv.
+    let (tx, rx) = bounded::<i32>(1);
+    let r = select! {
+        send(tx, 4) -> _ => 0,
+        recv(rx) -> _ => 1,
+    };
+    assert_eq!(r, 0);
+    assert_eq!(rx.try_recv(), Ok(4));
+}
+
+#[test]
+fn parked_select_takes_whichever_comes() {
+    // Two partners released together against a parked select: either may
+    // win, and the loser's message stays in its channel.
+    const N: usize = 200;
+    let mut hits = [0usize; 2];
+    for _ in 0..N {
+        let (t1, r1) = unbounded::<()>();
+        let (t2, r2) = unbounded::<()>();
+        let go = Barrier::new(2);
+        let i = thread::scope(|s| {
+            s.spawn(|| {
+                go.wait();
+                t1.send(()).unwrap();
+            });
+            s.spawn(|| {
+                go.wait();
+                t2.send(()).unwrap();
+            });
+            select! {
+                recv(r1) -> _ => 0,
+                recv(r2) -> _ => 1,
+            }
+        });
+        hits[i] += 1;
+        assert_eq!(r1.len() + r2.len(), 1, "the other message stays");
+    }
+    assert!(hits[0] > 0 && hits[1] > 0, "{hits:?}");
+}
+
+#[test]
+fn select_stress_rendezvous_both_sides() {
+    // Threads that each select between sending their ids and receiving on
+    // one rendezvous channel: every id received exactly once, never by its
+    // sender.
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 500;
+    let (tx, rx) = bounded::<(usize, usize)>(0);
+    let received: Vec<AtomicUsize> = (0..THREADS * ROUNDS).map(|_| AtomicUsize::new(0)).collect();
+    let sent = AtomicUsize::new(0);
+    let got = AtomicUsize::new(0);
+    thread::scope(|s| {
+        for t in 0..THREADS {
+            let (tx, rx, received, sent, got) = (&tx, &rx, &received, &sent, &got);
+            s.spawn(move || {
+                let mut next = 0;
+                while next < ROUNDS {
+                    select! {
+                        send(tx, (t, next)) -> r => { r.unwrap(); next += 1; sent.fetch_add(1, Ordering::SeqCst); }
+                        recv(rx) -> m => {
+                            let (from, i) = m.unwrap();
+                            assert_ne!(from, t, "a select paired with itself");
+                            assert_eq!(received[from * ROUNDS + i].fetch_add(1, Ordering::Relaxed), 0);
+                            got.fetch_add(1, Ordering::SeqCst);
+                        }
+                        default(Duration::from_millis(200)) => {
+                            // Everyone else may be done sending: drain.
+                            if sent.load(Ordering::SeqCst) + 0 >= THREADS * ROUNDS { break; }
+                        }
+                    }
+                }
+            });
+        }
+        // A plain receiver takes whatever the selects do not take themselves.
+        s.spawn(|| {
+            while got.load(Ordering::SeqCst) < sent.load(Ordering::SeqCst)
+                || sent.load(Ordering::SeqCst) < THREADS * ROUNDS
+            {
+                if let Ok((from, i)) = rx.recv_timeout(Duration::from_millis(20)) {
+                    assert_eq!(
+                        received[from * ROUNDS + i].fetch_add(1, Ordering::Relaxed),
+                        0
+                    );
+                    got.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+    });
+    assert!(received.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+}

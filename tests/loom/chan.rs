@@ -286,3 +286,23 @@ fn parked_waiter_outlives_retired_segment() {
         assert_eq!(all, [1, 2, 3]);
     });
 }
+
+/// Bound 3. Two receivers that time out hand their indices back (when
+/// still the last taken, and not at a segment's end) while a send arrives:
+/// the message is received once or stays, and a later receive finds it.
+#[test]
+fn timed_out_receivers_give_indices_back() {
+    model("timed_out_receivers_give_indices_back", 3, || {
+        let (tx, rx) = unbounded();
+        let rx2 = rx.clone();
+        let r = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)).ok());
+        let s = thread::spawn(move || tx.send(1).unwrap());
+        let mine = rx.recv_timeout(Duration::from_millis(1)).ok();
+        s.join().unwrap();
+        let theirs = r.join().unwrap();
+        let left = rx.try_recv().ok();
+        let got: Vec<i32> = [mine, theirs, left].into_iter().flatten().collect();
+        assert_eq!(got, [1]);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    });
+}
