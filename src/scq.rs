@@ -427,34 +427,40 @@ impl IndexRing {
 /// Whether values of type `T` travel inside the ring entries themselves
 /// (the paper's CAS2 layout: the value bits in the low half of the 128-bit
 /// entry) instead of in a slot array reached through a second ring. Decided
-/// at compile time: `T` must fit in the 64-bit payload, and its bytes must
-/// be turned into an integer without reading uninitialised padding as one,
-/// which [`freeze_bits`] does with one `mov` on x86-64 (and, where there is
-/// no such instruction to rely on, with a plain read under Miri and loom,
-/// which only check padding-free types).
+/// at compile time: `T` must fit in the 64-bit payload (64-bit targets),
+/// and its bytes must become an integer without reading uninitialised
+/// padding as one and without losing a pointer's provenance:
+/// [`freeze_bits`] does that with one `mov` on x86-64, and with a plain
+/// pointer read plus `expose_provenance` under Miri and loom (which only
+/// check padding-free types); [`from_bits`] restores the provenance with
+/// `with_exposed_provenance`.
 const fn stores_inline<T>() -> bool {
     mem::size_of::<T>() <= 8
         && mem::align_of::<T>() <= 8
+        && cfg!(target_pointer_width = "64")
         && cfg!(any(target_arch = "x86_64", miri, loom))
 }
 
 /// The 8 bytes at `buf` as an integer, whatever their initialisation state
 /// (padding bytes of a `T` are uninitialised; reading them as a `u64` in
-/// Rust would be undefined behaviour).
+/// Rust would be undefined behaviour), exposing the provenance of a pointer
+/// stored there (`T` may be a `Box`, an `Arc`, a reference: `from_bits`
+/// gets the provenance back with `with_exposed_provenance`).
 #[inline(always)]
-fn freeze_bits(buf: &[MaybeUninit<u8>; 8]) -> u64 {
+fn freeze_bits(buf: &Buf) -> u64 {
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
     {
         let bits: u64;
-        // SAFETY: reads the 8 bytes of `buf` (valid, aligned for u8 reads,
-        // `mov` has no alignment requirement) and writes only the output
-        // register. Inline assembly reads memory as the machine does: an
-        // uninitialised byte comes back as some fixed value, never as
-        // undefined behaviour (the asm block acts as a `freeze`).
+        // SAFETY: reads the 8 bytes of `buf` (valid and aligned) and writes
+        // only the output register. Inline assembly reads memory as the
+        // machine does: an uninitialised byte comes back as some fixed
+        // value, never as undefined behaviour (the asm block acts as a
+        // `freeze`), and like any code outside Rust's view it may expose
+        // the provenance of a pointer it reads (as `expose_provenance`).
         unsafe {
             core::arch::asm!(
                 "mov {bits}, qword ptr [{p}]",
-                p = in(reg) buf.as_ptr(),
+                p = in(reg) buf.0.as_ptr(),
                 bits = lateout(reg) bits,
                 options(readonly, nostack, preserves_flags)
             );
@@ -462,29 +468,36 @@ fn freeze_bits(buf: &[MaybeUninit<u8>; 8]) -> u64 {
         bits
     }
     #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
-    // SAFETY: `buf` is 8 bytes. Under Miri and loom (the only builds that
-    // take this path with `stores_inline`) the values pushed by the test
-    // suites have no padding, so every byte is initialised; Miri would
-    // report a type with padding here rather than miss it.
-    unsafe {
-        ptr::read_unaligned(buf.as_ptr() as *const u64)
+    {
+        // SAFETY: `buf` is 8 bytes, aligned for a pointer. Under Miri and
+        // loom (the only builds that take this path with `stores_inline`)
+        // the values pushed by the test suites have no padding, so every
+        // byte is initialised; Miri would report a type with padding here
+        // rather than miss it. Read as a pointer, not an integer, so the
+        // provenance of a pointer in `T` is kept and then exposed.
+        let p = unsafe { ptr::read(buf.0.as_ptr() as *const *const u8) };
+        p.expose_provenance() as u64
     }
 }
+
+/// 8 bytes, aligned for a pointer (and for any inline `T`).
+#[repr(C, align(8))]
+struct Buf([MaybeUninit<u8>; 8]);
 
 /// Moves `value` into a payload (`stores_inline::<T>()` only).
 #[inline(always)]
 fn to_bits<T>(value: T) -> u64 {
     debug_assert!(stores_inline::<T>());
     let value = ManuallyDrop::new(value);
-    let mut buf = [MaybeUninit::new(0u8); 8];
+    let mut buf = Buf([MaybeUninit::new(0u8); 8]);
     // SAFETY: `size_of::<T>() <= 8` (`stores_inline`), so the copy stays in
-    // `buf`; a bytewise copy keeps uninitialised bytes uninitialised, which
-    // `freeze_bits` accepts. The value now lives in the payload (`value` is
-    // never dropped).
+    // `buf`; a bytewise copy keeps uninitialised bytes uninitialised (which
+    // `freeze_bits` accepts) and pointer bytes with their provenance. The
+    // value now lives in the payload (`value` is never dropped).
     unsafe {
         ptr::copy_nonoverlapping(
             &*value as *const T as *const MaybeUninit<u8>,
-            buf.as_mut_ptr(),
+            buf.0.as_mut_ptr(),
             mem::size_of::<T>(),
         );
     }
@@ -497,11 +510,18 @@ fn to_bits<T>(value: T) -> u64 {
 /// `bits` came from `to_bits::<T>` and is turned back into a `T` once.
 #[inline(always)]
 unsafe fn from_bits<T>(bits: u64) -> T {
-    let buf = bits.to_ne_bytes();
+    // Back to a pointer with the provenance `freeze_bits` exposed (a no-op
+    // at run time): if `T` holds a pointer, it is these 8 bytes (pointers
+    // are 8 bytes and 8-aligned here, and `T` has at most 8), and it may be
+    // dereferenced again. An integer `T` reads the same bits back.
+    let p: *const u8 = ptr::with_exposed_provenance(bits as usize);
+    let mut buf = Buf([MaybeUninit::new(0u8); 8]);
+    // SAFETY: `buf` is 8 bytes, aligned for a pointer.
+    unsafe { ptr::write(buf.0.as_mut_ptr() as *mut *const u8, p) };
     // SAFETY: the first `size_of::<T>()` bytes are those `to_bits` copied
-    // out of a valid `T` (padding bytes may differ, which a `T` allows);
-    // the caller gives us the only copy.
-    unsafe { ptr::read_unaligned(buf.as_ptr() as *const T) }
+    // out of a valid `T` (padding bytes may differ, which a `T` allows; a
+    // pointer has its provenance back); the caller gives us the only copy.
+    unsafe { ptr::read(buf.0.as_ptr() as *const T) }
 }
 
 /// A bounded, lock-free, multi-producer multi-consumer FIFO queue.
