@@ -1,4 +1,5 @@
-//! Scq vs crossbeam ArrayQueue vs concurrent-queue (bounded), and Lscq vs
+//! Scq (inline values, and `Scq (slots)` with out-of-line values) vs
+//! crossbeam ArrayQueue vs concurrent-queue (bounded), and Lscq vs
 //! crossbeam SegQueue vs concurrent-queue (unbounded), on the workloads of
 //! the LSCQ article (seed 002) at 1, 2, 4 and 8 threads.
 //!
@@ -50,6 +51,44 @@ impl Queue for crossbeam_queue::ArrayQueue<u64> {
     }
     fn pop(&self) -> Option<u64> {
         crossbeam_queue::ArrayQueue::pop(self)
+    }
+}
+
+/// A `u64` too aligned for an entry's 8-byte payload: makes `Scq` and
+/// `Lscq` use the out-of-line layout (slot array plus free-slot ring), so
+/// the two layouts are measured against each other on the same values.
+#[derive(Clone, Copy)]
+#[repr(align(16))]
+struct Wide(u64);
+
+/// `Scq` with out-of-line values (see [`Wide`]).
+struct ScqSlots(scalechan::Scq<Wide>);
+impl Queue for ScqSlots {
+    const NAME: &'static str = "Scq (slots)";
+    fn make() -> Self {
+        ScqSlots(scalechan::Scq::with_capacity(CAP))
+    }
+    fn push(&self, v: u64) -> bool {
+        self.0.push(Wide(v)).is_ok()
+    }
+    fn pop(&self) -> Option<u64> {
+        self.0.pop().map(|w| w.0)
+    }
+}
+
+/// `Lscq` with out-of-line values (see [`Wide`]).
+struct LscqSlots(scalechan::Lscq<Wide>);
+impl Queue for LscqSlots {
+    const NAME: &'static str = "Lscq (slots)";
+    fn make() -> Self {
+        LscqSlots(scalechan::Lscq::new())
+    }
+    fn push(&self, v: u64) -> bool {
+        self.0.push(Wide(v));
+        true
+    }
+    fn pop(&self) -> Option<u64> {
+        self.0.pop().map(|w| w.0)
     }
 }
 
@@ -230,7 +269,7 @@ fn run<Q: Queue>(w: Workload, threads: usize, iters: u64) -> Duration {
     timed.mul_f64(iters as f64 / (per * threads as u64) as f64)
 }
 
-fn bench_kind<A: Queue, B: Queue, C: Queue>(c: &mut Criterion, kind: &str) {
+fn bench_kind<A: Queue, S: Queue, B: Queue, C: Queue>(c: &mut Criterion, kind: &str) {
     let workloads = [
         ("queue_pair", Workload::Pair),
         ("queue_enqueue_only", Workload::EnqueueOnly),
@@ -246,6 +285,9 @@ fn bench_kind<A: Queue, B: Queue, C: Queue>(c: &mut Criterion, kind: &str) {
             g.bench_function(BenchmarkId::new(A::NAME, threads), |b| {
                 b.iter_custom(|iters| run::<A>(w, threads, iters))
             });
+            g.bench_function(BenchmarkId::new(S::NAME, threads), |b| {
+                b.iter_custom(|iters| run::<S>(w, threads, iters))
+            });
             g.bench_function(BenchmarkId::new(B::NAME, threads), |b| {
                 b.iter_custom(|iters| run::<B>(w, threads, iters))
             });
@@ -258,11 +300,16 @@ fn bench_kind<A: Queue, B: Queue, C: Queue>(c: &mut Criterion, kind: &str) {
 }
 
 fn bounded(c: &mut Criterion) {
-    bench_kind::<scalechan::Scq<u64>, crossbeam_queue::ArrayQueue<u64>, CqBounded>(c, "bounded");
+    bench_kind::<scalechan::Scq<u64>, ScqSlots, crossbeam_queue::ArrayQueue<u64>, CqBounded>(
+        c, "bounded",
+    );
 }
 
 fn unbounded(c: &mut Criterion) {
-    bench_kind::<scalechan::Lscq<u64>, crossbeam_queue::SegQueue<u64>, CqUnbounded>(c, "unbounded");
+    bench_kind::<scalechan::Lscq<u64>, LscqSlots, crossbeam_queue::SegQueue<u64>, CqUnbounded>(
+        c,
+        "unbounded",
+    );
 }
 
 criterion_group!(benches, bounded, unbounded);

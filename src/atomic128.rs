@@ -79,19 +79,5 @@ mod model {
                 .map(value_of)
                 .map_err(value_of)
         }
-
-        pub(crate) fn fetch_or(&self, bits: u128, order: Ordering) -> u128 {
-            let failure = match order {
-                Ordering::SeqCst => Ordering::SeqCst,
-                Ordering::Acquire | Ordering::AcqRel => Ordering::Acquire,
-                _ => Ordering::Relaxed,
-            };
-            // One loom RMW: the closure only consults the table.
-            let old = self
-                .id
-                .fetch_update(order, failure, |id| Some(id_of(value_of(id) | bits)))
-                .unwrap_or_else(|id| id);
-            value_of(old)
-        }
     }
 }

@@ -4,19 +4,28 @@
 //!
 //! # Design
 //!
-//! Two *index rings* (the paper's `aq` and `fq`) move slot numbers in
-//! `0..n` around; values live in a slot array of `n` cells, so a push never
-//! allocates:
+//! One *ring* of 128-bit entries, the paper's CAS2 layout: a cycle, an
+//! `IsSafe` bit and an `Empty` bit in the high half, a 64-bit payload in the
+//! low half. What the payload is depends on `T`, chosen at compile time:
 //!
-//! - push: take a free slot number from `fq` (none: the queue is full), write
-//!   the value into that slot, publish the number in `aq`;
-//! - pop: take a number from `aq` (none: empty), read the slot, give the
-//!   number back to `fq`.
+//! - *inline* (`size_of::<T>() <= 8`, `align_of::<T>() <= 8`): the value's
+//!   own bytes. A counter `free` (initially `n`) bounds how many values the
+//!   ring holds: push takes a unit (none left: full), enqueues the value;
+//!   pop dequeues a value, marks its entry consumed, gives the unit back.
+//!   Two ring-side RMWs and one counter RMW per operation.
+//! - *out of line* (larger `T`): values live in a slot array of `n` cells,
+//!   and two index rings (the paper's `aq` and `fq`) move slot numbers
+//!   around, so a push never allocates: push takes a free slot number from
+//!   `fq` (none: full), writes the value into that slot, publishes the
+//!   number in `aq`; pop takes a number from `aq`, reads the slot, gives
+//!   the number back to `fq`.
 //!
-//! Each index ring has `R = 2m` entries where `m = n.next_power_of_two()`,
-//! and each entry is one 128-bit word: a cycle, an `IsSafe` bit and an
-//! `Empty` bit in the high half, the slot number in the low half (the paper's
-//! CAS2 layout). `head` and `tail` are only ever moved by fetch-and-add;
+//! Either way the ring (`aq`) never has more than `n` entries occupied or
+//! being consumed: `fq` holds only `n` numbers, `free` only `n` units, and a
+//! unit or number comes back only after its entry was marked consumed.
+//!
+//! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`.
+//! `head` and `tail` are only ever moved by fetch-and-add;
 //! position `p` lives in entry `remap(p mod R)` and belongs to cycle
 //! `p / R`. A dequeuer that arrives before its enqueuer bumps the entry's
 //! cycle so the late enqueuer moves on; one that finds an older value still
@@ -29,15 +38,17 @@
 //! # No limit on the number of threads
 //!
 //! The paper's CAS2 variant that stores values directly in a ring of size `n`
-//! is only correct with at most `n` concurrent threads. This queue uses the
-//! paper's other construction instead: each ring has `2m >= 2n` entries but
-//! only ever holds the `n` distinct slot numbers (a number is in at most one
-//! ring, or held by one thread between the two rings), so a ring can never
-//! be full and an index enqueue always finds an entry within a bounded number
-//! of steps however many threads race (the paper's Theorem for the
-//! `2n`-ring, which has no assumption on the thread count). Fullness is
-//! decided by `fq` running dry, never by a ring's capacity, so no number of
-//! threads can break it.
+//! decides fullness from `tail - head`, which each of `k` racing enqueuers
+//! can overshoot by one: it is only correct with at most `n` concurrent
+//! threads. This queue uses the paper's other construction instead: each
+//! ring has `2m >= 2n` entries but only ever holds `n` things at once (`n`
+//! slot numbers, or `n` units of `free` for inline values; a number or unit
+//! is in the ring, or held by one thread), so a ring can never be full and
+//! an enqueue always finds an entry within a bounded number of steps however
+//! many threads race (the paper's Theorem for the `2n`-ring, which has no
+//! assumption on the thread count). Fullness is decided by `fq` running dry
+//! or `free` reaching 0, never by a ring's capacity, so no number of threads
+//! can break it.
 //!
 //! # Optimisations from the ByteDance LSCQ article
 //!
@@ -55,7 +66,8 @@ use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::CachePadded;
 use std::fmt;
-use std::mem::MaybeUninit;
+use std::mem::{self, ManuallyDrop, MaybeUninit};
+use std::ptr;
 
 /// Set in an index ring's `tail` once the ring is finalized (LSCQ): every
 /// later enqueue fails. Never set for a standalone `Scq`.
@@ -64,6 +76,9 @@ pub(crate) const FINALIZED: u64 = 1 << 63;
 /// Largest capacity accepted: positions are 63-bit counters and the slot
 /// number lives in 64 bits, but the two rings must also fit in memory.
 const MAX_CAPACITY: usize = 1 << 40;
+
+/// log2(entries per 128 bytes), for `IndexRing::remap`.
+const REMAP_SHIFT: u32 = 3;
 
 // High 64 bits of an entry: cycle << 2 | SAFE | EMPTY.
 const EMPTY: u64 = 1;
@@ -103,6 +118,10 @@ pub(crate) struct IndexRing {
     entries: Box<[AtomicU128]>,
     /// `log2(R)`.
     order: u32,
+    /// `remap` parameters, precomputed: `(order - 3, 3)`, or `(order, 0)`
+    /// for rings of at most 8 entries (identity).
+    lines_order: u32,
+    remap_shift: u32,
 }
 
 impl IndexRing {
@@ -125,6 +144,12 @@ impl IndexRing {
                 .map(|_| AtomicU128::new(pack(0, SAFE | EMPTY, 0)))
                 .collect(),
             order,
+            lines_order: if order > REMAP_SHIFT {
+                order - REMAP_SHIFT
+            } else {
+                order
+            },
+            remap_shift: if order > REMAP_SHIFT { REMAP_SHIFT } else { 0 },
         };
         // Positions start at `size` (cycle 1), so the cycle-0 entries above
         // read as "older than any position".
@@ -133,6 +158,20 @@ impl IndexRing {
             ring.entries[ring.remap(pos)].store(pack(1, SAFE, i as u64), Ordering::Relaxed);
         }
         ring
+    }
+
+    /// A ring that is never used (the `fq` of an inline queue): no entries.
+    fn unused() -> Self {
+        IndexRing {
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            threshold: CachePadded::new(AtomicU64::new(-1i64 as u64)),
+            final_tail: AtomicU64::new(u64::MAX),
+            entries: Box::new([]),
+            order: 1,
+            lines_order: 1,
+            remap_shift: 0,
+        }
     }
 
     /// `3m - 1` for a ring of `R = 2m` entries: enough failed dequeue steps
@@ -149,17 +188,14 @@ impl IndexRing {
 
     /// Cache remap: consecutive positions land on different cache lines (8
     /// 16-byte entries per 128-byte pair of lines), so threads working on
-    /// neighbouring positions do not share a line.
+    /// neighbouring positions do not share a line. Branch-free: for rings
+    /// of at most 8 entries `remap_shift` is 0 and `lines_order` the whole
+    /// order, which makes it the identity.
     #[inline]
     fn remap(&self, pos: u64) -> usize {
-        const SHIFT: u32 = 3; // log2(entries per 128 bytes)
         let i = (pos as usize) & (self.size() - 1);
-        if self.order <= SHIFT {
-            return i;
-        }
-        let lines_order = self.order - SHIFT;
-        let lines_mask = (1usize << lines_order) - 1;
-        ((i & lines_mask) << SHIFT) | (i >> lines_order)
+        let lines_mask = (1usize << self.lines_order) - 1;
+        ((i & lines_mask) << self.remap_shift) | (i >> self.lines_order)
     }
 
     /// Appends `index`. Fails only when the ring is finalized.
@@ -269,10 +305,23 @@ impl IndexRing {
             loop {
                 let ecycle = cycle_of(e);
                 if ecycle == hcycle {
-                    // Ours. Mark it consumed; nothing is published through
-                    // this (the slot is handed on through `fq`), so Relaxed.
-                    entry.fetch_or((EMPTY as u128) << 64, Ordering::Relaxed);
-                    return Some(index_of(e));
+                    // Ours. Mark it consumed: a CAS from the value we hold
+                    // (a `fetch_or` would load the entry again first). It
+                    // fails only if a later dequeuer cleared `SAFE`
+                    // meanwhile; the payload cannot change under us.
+                    // Relaxed: nothing is published through this (the room
+                    // is handed on through `fq` or `free`, Release there).
+                    loop {
+                        match entry.compare_exchange(
+                            e,
+                            e | (EMPTY as u128) << 64,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        ) {
+                            Ok(_) => return Some(index_of(e)),
+                            Err(now) => e = now,
+                        }
+                    }
                 }
                 if ecycle > hcycle {
                     // A later dequeuer already passed: we are late.
@@ -375,13 +424,116 @@ impl IndexRing {
     }
 }
 
+/// Whether values of type `T` travel inside the ring entries themselves
+/// (the paper's CAS2 layout: the value bits in the low half of the 128-bit
+/// entry) instead of in a slot array reached through a second ring. Decided
+/// at compile time: `T` must fit in the 64-bit payload (64-bit targets),
+/// and its bytes must become an integer without reading uninitialised
+/// padding as one and without losing a pointer's provenance:
+/// [`freeze_bits`] does that with one `mov` on x86-64, and with a plain
+/// pointer read plus `expose_provenance` under Miri and loom (which only
+/// check padding-free types); [`from_bits`] restores the provenance with
+/// `with_exposed_provenance`.
+const fn stores_inline<T>() -> bool {
+    mem::size_of::<T>() <= 8
+        && mem::align_of::<T>() <= 8
+        && cfg!(target_pointer_width = "64")
+        && cfg!(any(target_arch = "x86_64", miri, loom))
+}
+
+/// The 8 bytes at `buf` as an integer, whatever their initialisation state
+/// (padding bytes of a `T` are uninitialised; reading them as a `u64` in
+/// Rust would be undefined behaviour), exposing the provenance of a pointer
+/// stored there (`T` may be a `Box`, an `Arc`, a reference: `from_bits`
+/// gets the provenance back with `with_exposed_provenance`).
+#[inline(always)]
+fn freeze_bits(buf: &Buf) -> u64 {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+    {
+        let bits: u64;
+        // SAFETY: reads the 8 bytes of `buf` (valid and aligned) and writes
+        // only the output register. Inline assembly reads memory as the
+        // machine does: an uninitialised byte comes back as some fixed
+        // value, never as undefined behaviour (the asm block acts as a
+        // `freeze`), and like any code outside Rust's view it may expose
+        // the provenance of a pointer it reads (as `expose_provenance`).
+        unsafe {
+            core::arch::asm!(
+                "mov {bits}, qword ptr [{p}]",
+                p = in(reg) buf.0.as_ptr(),
+                bits = lateout(reg) bits,
+                options(readonly, nostack, preserves_flags)
+            );
+        }
+        bits
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(miri), not(loom))))]
+    {
+        // SAFETY: `buf` is 8 bytes, aligned for a pointer. Under Miri and
+        // loom (the only builds that take this path with `stores_inline`)
+        // the values pushed by the test suites have no padding, so every
+        // byte is initialised; Miri would report a type with padding here
+        // rather than miss it. Read as a pointer, not an integer, so the
+        // provenance of a pointer in `T` is kept and then exposed.
+        let p = unsafe { ptr::read(buf.0.as_ptr() as *const *const u8) };
+        p.expose_provenance() as u64
+    }
+}
+
+/// 8 bytes, aligned for a pointer (and for any inline `T`).
+#[repr(C, align(8))]
+struct Buf([MaybeUninit<u8>; 8]);
+
+/// Moves `value` into a payload (`stores_inline::<T>()` only).
+#[inline(always)]
+fn to_bits<T>(value: T) -> u64 {
+    debug_assert!(stores_inline::<T>());
+    let value = ManuallyDrop::new(value);
+    let mut buf = Buf([MaybeUninit::new(0u8); 8]);
+    // SAFETY: `size_of::<T>() <= 8` (`stores_inline`), so the copy stays in
+    // `buf`; a bytewise copy keeps uninitialised bytes uninitialised (which
+    // `freeze_bits` accepts) and pointer bytes with their provenance. The
+    // value now lives in the payload (`value` is never dropped).
+    unsafe {
+        ptr::copy_nonoverlapping(
+            &*value as *const T as *const MaybeUninit<u8>,
+            buf.0.as_mut_ptr(),
+            mem::size_of::<T>(),
+        );
+    }
+    freeze_bits(&buf)
+}
+
+/// Moves the value back out of a payload made by [`to_bits`].
+///
+/// # Safety
+/// `bits` came from `to_bits::<T>` and is turned back into a `T` once.
+#[inline(always)]
+unsafe fn from_bits<T>(bits: u64) -> T {
+    // Back to a pointer with the provenance `freeze_bits` exposed (a no-op
+    // at run time): if `T` holds a pointer, it is these 8 bytes (pointers
+    // are 8 bytes and 8-aligned here, and `T` has at most 8), and it may be
+    // dereferenced again. An integer `T` reads the same bits back.
+    let p: *const u8 = ptr::with_exposed_provenance(bits as usize);
+    let mut buf = Buf([MaybeUninit::new(0u8); 8]);
+    // SAFETY: `buf` is 8 bytes, aligned for a pointer.
+    unsafe { ptr::write(buf.0.as_mut_ptr() as *mut *const u8, p) };
+    // SAFETY: the first `size_of::<T>()` bytes are those `to_bits` copied
+    // out of a valid `T` (padding bytes may differ, which a `T` allows; a
+    // pointer has its provenance back); the caller gives us the only copy.
+    unsafe { ptr::read(buf.0.as_ptr() as *const T) }
+}
+
 /// A bounded, lock-free, multi-producer multi-consumer FIFO queue.
 ///
 /// Built on the SCQ ring of Nikolaev (DISC 2019): pushes and pops claim
 /// positions with fetch-and-add, so producers and consumers do not contend
-/// on one CAS word. Values are stored in a preallocated slot array; no
-/// allocation happens after construction. Any number of threads may use one
-/// queue.
+/// on one CAS word. No allocation happens after construction. Any number of
+/// threads may use one queue.
+///
+/// Values of at most 8 bytes (and alignment at most 8) are stored directly
+/// in the ring's 128-bit entries; larger values live in a slot array whose
+/// free slot numbers circulate through a second ring.
 ///
 /// ```
 /// use scalechan::Scq;
@@ -395,26 +547,42 @@ impl IndexRing {
 /// assert_eq!(q.pop(), None);
 /// ```
 pub struct Scq<T> {
-    /// Slot numbers of filled slots, in FIFO order.
+    /// Values (inline) or slot numbers of filled slots, in FIFO order.
     aq: IndexRing,
-    /// Slot numbers of free slots.
+    /// Out-of-line values only: slot numbers of free slots. Inline: unused
+    /// (no entries).
     fq: IndexRing,
+    /// Inline values only: how many more values `aq` may take. A push takes
+    /// one unit before it claims a position, a pop gives it back after it
+    /// marked its entry consumed, so at most `capacity` entries are ever
+    /// occupied or being consumed: the same bound the `fq` ring gives the
+    /// out-of-line layout, which is what the ring's correctness (and the
+    /// unlimited thread count) rests on.
+    free: CachePadded<AtomicU64>,
+    /// Out-of-line values only (empty when inline).
     slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    capacity: usize,
 }
 
 // SAFETY: the queue owns its values and hands each to exactly one thread;
 // a slot is accessed only by the thread holding its number (see `push` and
-// `pop`), so sharing the queue only moves `T`s between threads: `T: Send`.
+// `pop`), and an inline value only by the thread that claimed its entry, so
+// sharing the queue only moves `T`s between threads: `T: Send`.
 unsafe impl<T: Send> Send for Scq<T> {}
 // SAFETY: as above; `&Scq<T>` never gives out `&T`.
 unsafe impl<T: Send> Sync for Scq<T> {}
 
 impl<T> Scq<T> {
+    /// See [`stores_inline`].
+    const INLINE: bool = stores_inline::<T>();
+
     /// Creates a queue that holds at most `capacity` values.
     ///
     /// Any `capacity >= 1` is accepted (not only powers of two) and
     /// [`capacity`](Self::capacity) returns it exactly. Memory used is about
-    /// `capacity * size_of::<T>() + 64 * capacity.next_power_of_two()` bytes.
+    /// `32 * capacity.next_power_of_two()` bytes for values of at most 8
+    /// bytes, else `capacity * size_of::<T>() + 64 *
+    /// capacity.next_power_of_two()` bytes.
     ///
     /// # Panics
     ///
@@ -431,12 +599,24 @@ impl<T> Scq<T> {
             "Scq capacity {capacity} is too large (the maximum is 2^40)"
         );
         let half = capacity.next_power_of_two();
-        Scq {
-            aq: IndexRing::new(half, 0),
-            fq: IndexRing::new(half, capacity),
-            slots: (0..capacity)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
+        if Self::INLINE {
+            Scq {
+                aq: IndexRing::new(half, 0),
+                fq: IndexRing::unused(),
+                free: CachePadded::new(AtomicU64::new(capacity as u64)),
+                slots: Box::new([]),
+                capacity,
+            }
+        } else {
+            Scq {
+                aq: IndexRing::new(half, 0),
+                fq: IndexRing::new(half, capacity),
+                free: CachePadded::new(AtomicU64::new(0)),
+                slots: (0..capacity)
+                    .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                    .collect(),
+                capacity,
+            }
         }
     }
 
@@ -447,13 +627,70 @@ impl<T> Scq<T> {
     /// assert_eq!(q.push('a'), Ok(()));
     /// assert_eq!(q.push('b'), Err('b'));
     /// ```
+    #[inline]
     pub fn push(&self, value: T) -> Result<(), T> {
         self.push_inner(value, false)
     }
 
     /// Push; with `finalize`, a full queue also finalizes `aq` so that every
     /// later push fails (LSCQ).
+    #[inline]
     pub(crate) fn push_inner(&self, value: T, finalize: bool) -> Result<(), T> {
+        if Self::INLINE {
+            self.push_inline(value, finalize)
+        } else {
+            self.push_slot(value, finalize)
+        }
+    }
+
+    /// Takes one unit of `free`, or fails if the queue is full. Read-only
+    /// when it fails.
+    #[inline]
+    fn take_free(&self) -> bool {
+        let mut n = self.free.load(Ordering::Relaxed);
+        loop {
+            if n == 0 {
+                return false;
+            }
+            // Acquire: pairs with the Release in `give_free`, so the pop
+            // that freed this unit marked its entry consumed before our
+            // enqueue looks at any entry (the `fq` hand-off of the
+            // out-of-line layout, with a counter instead of a ring).
+            match self
+                .free
+                .compare_exchange_weak(n, n - 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    #[inline]
+    fn give_free(&self) {
+        // Release: see `take_free`.
+        self.free.fetch_add(1, Ordering::Release);
+    }
+
+    #[inline]
+    fn push_inline(&self, value: T, finalize: bool) -> Result<(), T> {
+        if !self.take_free() {
+            if finalize {
+                self.aq.finalize();
+            }
+            return Err(value);
+        }
+        let bits = to_bits(value);
+        if self.aq.enqueue(bits) {
+            return Ok(());
+        }
+        // `aq` was finalized (LSCQ only): the value never reached the ring.
+        self.give_free();
+        // SAFETY: `bits` came from `to_bits` above and went nowhere else.
+        Err(unsafe { from_bits(bits) })
+    }
+
+    fn push_slot(&self, value: T, finalize: bool) -> Result<(), T> {
         let Some(i) = self.fq.dequeue() else {
             if finalize {
                 self.aq.finalize();
@@ -488,9 +725,29 @@ impl<T> Scq<T> {
     /// q.push(7u8).unwrap();
     /// assert_eq!(q.pop(), Some(7));
     /// ```
+    #[inline]
     pub fn pop(&self) -> Option<T> {
-        let i = self.aq.dequeue()?;
-        Some(self.take_slot(i))
+        let payload = self.aq.dequeue()?;
+        Some(self.take(payload))
+    }
+
+    /// Turns a payload just taken from `aq` into its value and gives its
+    /// room back.
+    #[inline]
+    fn take(&self, payload: u64) -> T {
+        if Self::INLINE {
+            // SAFETY: the payload came out of `aq` exactly once (the entry
+            // is marked consumed by the dequeue that returned it), and every
+            // inline payload in `aq` was made by `to_bits::<T>` in
+            // `push_inline`; the dequeue's Acquire load of the entry pairs
+            // with the enqueuer's Release CAS, so what the value points to
+            // is visible.
+            let value = unsafe { from_bits(payload) };
+            self.give_free();
+            value
+        } else {
+            self.take_slot(payload)
+        }
     }
 
     /// Moves the value out of slot `i`, just taken from `aq`, and frees the
@@ -551,7 +808,7 @@ impl<T> Scq<T> {
     /// assert_eq!(scalechan::Scq::<u8>::with_capacity(7).capacity(), 7);
     /// ```
     pub fn capacity(&self) -> usize {
-        self.slots.len()
+        self.capacity
     }
 
     pub(crate) fn finalize(&self) {
@@ -561,8 +818,8 @@ impl<T> Scq<T> {
     /// Pop from a finalized ring (LSCQ's second look): see
     /// `IndexRing::dequeue_finalized`.
     pub(crate) fn pop_finalized(&self) -> Option<T> {
-        let i = self.aq.dequeue_finalized()?;
-        Some(self.take_slot(i))
+        let payload = self.aq.dequeue_finalized()?;
+        Some(self.take(payload))
     }
 }
 

@@ -6,6 +6,7 @@
 //! by the epoch scheme is a loom causality error.
 
 use crate::model;
+use crate::scq::{Val, Wide};
 use loom::sync::Arc;
 use loom::thread;
 use scalechan::Lscq;
@@ -17,22 +18,32 @@ use scalechan::Lscq;
 /// left behind; 1 comes out before 2. Preemption bound 3.
 #[test]
 fn lscq_finalize_races_push() {
-    model("lscq_finalize_races_push", 3, || {
-        let q = Arc::new(Lscq::with_ring_capacity(1));
+    finalize_races_push::<u32>("lscq_finalize_races_push");
+}
+
+/// The same with out-of-line values (slot arrays and free-slot rings).
+#[test]
+fn lscq_finalize_races_push_slots() {
+    finalize_races_push::<Wide>("lscq_finalize_races_push_slots");
+}
+
+fn finalize_races_push<V: Val>(name: &str) {
+    model(name, 3, || {
+        let q = Arc::new(Lscq::<V>::with_ring_capacity(1));
         let q1 = q.clone();
         let t1 = thread::spawn(move || {
-            q1.push(1u32);
-            q1.push(2);
+            q1.push(V::new(1));
+            q1.push(V::new(2));
         });
         let q2 = q.clone();
         let t2 = thread::spawn(move || {
-            q2.push(3);
-            q2.pop()
+            q2.push(V::new(3));
+            q2.pop().map(V::get)
         });
         t1.join().unwrap();
         let mut got: Vec<u32> = t2.join().unwrap().into_iter().collect();
         while let Some(v) = q.pop() {
-            got.push(v);
+            got.push(v.get());
         }
         let one = got.iter().position(|&v| v == 1);
         let two = got.iter().position(|&v| v == 2);
@@ -47,7 +58,7 @@ fn lscq_finalize_races_push() {
             "lost or duplicated values; still inside: len {} rings {} pop {:?}",
             q.len(),
             q.ring_count(),
-            q.pop()
+            q.pop().map(V::get)
         );
         assert_eq!(q.ring_count(), 1);
     });
