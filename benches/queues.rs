@@ -9,7 +9,10 @@
 //! see the same machine state (NOTES.md: cross-core latency moves 3-10x
 //! between runs here).
 //!
-//! `cargo bench --bench queues -- --warm-up-time 1 --measurement-time 2`
+//! `cargo bench --bench queues -- --warm-up-time 1 --measurement-time 2`,
+//! or `SCALECHAN_BENCH_QUICK=1` for the quick mode (benches/common/mod.rs).
+
+mod common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -265,5 +268,9 @@ fn unbounded(c: &mut Criterion) {
     bench_kind::<scalechan::Lscq<u64>, crossbeam_queue::SegQueue<u64>, CqUnbounded>(c, "unbounded");
 }
 
-criterion_group!(benches, bounded, unbounded);
+criterion_group! {
+    name = benches;
+    config = common::config();
+    targets = bounded, unbounded
+}
 criterion_main!(benches);
