@@ -26,7 +26,9 @@ else
     SCALECHAN_BENCH_QUICK=1 cargo bench --bench chan --bench queues
 fi
 secs=$(($(date +%s) - start))
-echo "quick mode (benches/quick.sh${*:+ $*}): 50 ms warm-up, 150 ms measurement, 10 samples per benchmark; all benchmarks took ${secs} s of wall time" \
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- src benches 2>/dev/null || commit="$commit + uncommitted changes"
+echo "quick mode (benches/quick.sh${*:+ $*}) at commit ${commit}: 50 ms warm-up, 150 ms measurement, 10 samples per benchmark; all benchmarks took ${secs} s of wall time" \
     >"$target/criterion/run-info.txt"
 echo "benchmarks: ${secs} s wall time"
 

@@ -548,7 +548,7 @@ fn main() {
     }
     let _ = writeln!(
         w,
-        "- scalechan at commit {}; {}; peers: {}",
+        "- Report generated at commit {}; {}; peers: {}",
         command("git", &["rev-parse", "--short", "HEAD"]),
         command("rustc", &["--version"]),
         peer_versions()
