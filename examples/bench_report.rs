@@ -398,7 +398,7 @@ fn plot(w: &Workload, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         f64::from(*threads.last().ok_or("no points")?).log2(),
     );
 
-    let root = BitMapBackend::new(path, (1060, 600)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1120, 600)).into_drawing_area();
     root.fill(&WHITE)?;
     // The legend gets its own strip on the right, so it never hides a line.
     let (plot_area, legend_area) = root.split_horizontally(830);
@@ -434,7 +434,11 @@ fn plot(w: &Workload, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         } else {
             "threads P (Go's -cpu; producer/consumer and ping-pong shapes run 2P)"
         })
-        .y_desc("messages per second (log)")
+        .y_desc(if w.name.contains("queue") {
+            "operations per second (log)"
+        } else {
+            "messages per second (log)"
+        })
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 16))
