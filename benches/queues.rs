@@ -10,7 +10,10 @@
 //! see the same machine state (NOTES.md: cross-core latency moves 3-10x
 //! between runs here).
 //!
-//! `cargo bench --bench queues -- --warm-up-time 1 --measurement-time 2`
+//! `cargo bench --bench queues -- --warm-up-time 1 --measurement-time 2`,
+//! or `SCALECHAN_BENCH_QUICK=1` for the quick mode (benches/common/mod.rs).
+
+mod common;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -158,7 +161,10 @@ enum Workload {
 }
 
 /// Runs `iters` operations split over `threads` threads; returns the time
-/// of the timed part.
+/// of the timed part: for the one-pass workloads, from the first thread's
+/// start to the last thread's end, each thread reading the clock itself (a
+/// single timing thread that is descheduled right after the barrier, likely
+/// with more threads than cores, would start its clock late).
 fn run<Q: Queue>(w: Workload, threads: usize, iters: u64) -> Duration {
     let q = Arc::new(Q::make());
     let pushed = Arc::new(AtomicU64::new(0));
@@ -169,9 +175,10 @@ fn run<Q: Queue>(w: Workload, threads: usize, iters: u64) -> Duration {
         .map(|t| {
             let (q, pushed, popped, barrier) =
                 (q.clone(), pushed.clone(), popped.clone(), barrier.clone());
-            thread::spawn(move || -> Duration {
+            thread::spawn(move || -> (Duration, Option<(Instant, Instant)>) {
                 let (mut ok_push, mut ok_pop) = (0u64, 0u64);
                 let mut timed = Duration::ZERO;
+                let mut span = None;
                 match w {
                     Workload::EnqueueOnly => {
                         // Rounds of CAP pushes in all; the leader drains
@@ -227,21 +234,26 @@ fn run<Q: Queue>(w: Workload, threads: usize, iters: u64) -> Duration {
                                 Workload::EnqueueOnly => unreachable!(),
                             }
                         }
-                        barrier.wait();
-                        if t == 0 {
-                            timed = start.elapsed();
-                        }
+                        span = Some((start, Instant::now()));
                     }
                 }
                 pushed.fetch_add(ok_push, Ordering::Relaxed);
                 popped.fetch_add(ok_pop, Ordering::Relaxed);
-                timed
+                (timed, span)
             })
         })
         .collect();
     let mut timed = Duration::ZERO;
+    let mut span: Option<(Instant, Instant)> = None;
     for h in handles {
-        timed += h.join().unwrap();
+        let (t, s) = h.join().unwrap();
+        timed += t;
+        if let Some((start, end)) = s {
+            span = Some(span.map_or((start, end), |(a, b)| (a.min(start), b.max(end))));
+        }
+    }
+    if let Some((start, end)) = span {
+        timed += end - start;
     }
     let mut left = 0u64;
     while q.pop().is_some() {
@@ -312,5 +324,9 @@ fn unbounded(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, bounded, unbounded);
+criterion_group! {
+    name = benches;
+    config = common::config();
+    targets = bounded, unbounded
+}
 criterion_main!(benches);
