@@ -255,6 +255,13 @@ impl Registration {
         self
     }
 
+    /// The same registration, but cancelling it never hands its index back
+    /// (the cell's other index is taken too, by the same select).
+    pub(crate) fn keeping_index(mut self) -> Self {
+        self.taken_from = std::ptr::null();
+        self
+    }
+
     fn state(&self) -> &AtomicUsize {
         // SAFETY: our segment reference keeps the cell alive.
         unsafe { &*self.state }

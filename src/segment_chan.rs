@@ -803,7 +803,9 @@ impl<T> Channel<T> {
                         // Both indices of that cell are ours: nobody else
                         // will visit it. Take the send entry back, go again.
                         if let Some(reg) = regs.send.take() {
-                            reg.cancel();
+                            // The receive index of that cell is gone with
+                            // us: the send index must not be handed back.
+                            reg.keeping_index().cancel();
                         }
                     }
                 }
@@ -827,7 +829,7 @@ impl<T> Channel<T> {
                         // SAFETY: as above.
                         unsafe { (pair.0[1].slot as *mut T).write(msg) };
                         if let Some(reg) = regs.recv.take() {
-                            reg.cancel();
+                            reg.keeping_index().cancel();
                         }
                     }
                 }

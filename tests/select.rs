@@ -557,7 +557,7 @@ fn select_stress_rendezvous_both_sides() {
                         }
                         default(Duration::from_millis(200)) => {
                             // Everyone else may be done sending: drain.
-                            if sent.load(Ordering::SeqCst) + 0 >= THREADS * ROUNDS { break; }
+                            if sent.load(Ordering::SeqCst) >= THREADS * ROUNDS { break; }
                         }
                     }
                 }
