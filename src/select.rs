@@ -1,5 +1,19 @@
 //! `select`: one operation out of several, whichever can complete first.
 //!
+//! ```
+//! use scalechan::{bounded, select, Select};
+//! let (tx, rx) = bounded::<i32>(1);
+//! // The send case is ready (room in the buffer), the receive is not.
+//! let sent = select! {
+//!     send(tx, 1) -> res => res.is_ok(),
+//!     recv(rx) -> _ => false,
+//! };
+//! assert!(sent);
+//! // The same with the builder: now the receive is the ready case.
+//! let got = Select::new().recv(&rx, |m| m.unwrap()).wait();
+//! assert_eq!(got, 1);
+//! ```
+//!
 //! The design is seed 003's, on the cells of the channel core:
 //!
 //! 1. **Try pass.** Every case is tried without blocking, in a random order
