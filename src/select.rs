@@ -18,7 +18,7 @@
 //!
 //! 1. **Try pass.** Every case is tried without blocking, in a random order
 //!    (so each ready case is equally likely to be chosen).
-//! 2. **Register.** One [`Waiter`], starting in the `REGISTERING` state,
+//! 2. **Register.** One `Waiter`, starting in the `REGISTERING` state,
 //!    publishes an entry in a cell of every case (a receive index, a
 //!    rendezvous send index, or a place in a bounded channel's permit
 //!    queue), in a fresh random order. A case found ready while registering
@@ -33,15 +33,13 @@
 //!    case. A timeout aborts the waiter the same way.
 //!
 //! A select with both a send and a receive case on one rendezvous channel
-//! must not pair with itself: see [`Channel::register_pair`] and the
-//! duplex entries of [`crate::cell`]. Several cases on one side of one
+//! must not pair with itself: see `Channel::register_pair` and the
+//! duplex entries of the `cell` module. Several cases on one side of one
 //! rendezvous channel register only once (the first in the random order);
 //! the others still take part in the try pass.
 //!
 //! Timer cases register nothing: the select parks until the earliest timer's
 //! delivery time and then tries again.
-//!
-//! [`Channel::register_pair`]: crate::segment_chan::Channel::register_pair
 
 mod builder;
 mod cases;
