@@ -287,12 +287,12 @@ fn parked_waiter_outlives_retired_segment() {
     });
 }
 
-/// Bound 3. Two receivers that time out hand their indices back (when
+/// Bound 2. Two receivers that time out hand their indices back (when
 /// still the last taken, and not at a segment's end) while a send arrives:
 /// the message is received once or stays, and a later receive finds it.
 #[test]
 fn timed_out_receivers_give_indices_back() {
-    model("timed_out_receivers_give_indices_back", 3, || {
+    model("timed_out_receivers_give_indices_back", 2, || {
         let (tx, rx) = unbounded();
         let rx2 = rx.clone();
         let r = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)).ok());
