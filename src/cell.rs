@@ -118,20 +118,19 @@ pub(crate) enum Claim<'a> {
 /// A partner (or, as [`Claimer::Closer`], a closer) takes the waiter whose
 /// entry `word` it read from `state`: claims the cell, then decides the
 /// waiter for the entry's case. A lost decision leaves `skip` in the cell.
-/// A won claim ends with `end`: `done` normally, `skip` for a closer.
+/// A won claim ends with `end`: `DONE` for a partner, `skip` for a closer.
 #[inline]
 pub(crate) fn claim_waiter<'a>(
     state: &AtomicUsize,
     word: usize,
     by: Claimer,
-    done: usize,
     skip: usize,
 ) -> Claim<'a> {
     if let Err(now) = claim(state, word) {
         return Claim::Moved(now);
     }
     let (entry, done, skip) = if word & DUPLEX_TAG == 0 {
-        (entry_ptr(word), done, skip)
+        (entry_ptr(word), DONE, skip)
     } else {
         // A sender pairs with the receive half; the receiver of this index
         // must then skip the cell (and the other way round). A closer fails
@@ -160,6 +159,20 @@ pub(crate) fn claim_waiter<'a>(
         // Release: a withdrawing owner waits for this store.
         state.store(skip, Ordering::Release);
         Claim::Gone(skip)
+    }
+}
+
+/// Closes the waiter whose entry `word` was read from `state`; `skip` marks
+/// the cell. Returns whether this call decided the waiter. If the cell moved
+/// on (a partner claimed it, or the owner withdrew), there is nothing to do:
+/// an entry published after the closer's fence sees the closed bit itself.
+pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
+    match claim_waiter(state, word, Claimer::Closer, skip) {
+        Claim::Won { waiter, end, .. } => {
+            finish(state, end, waiter);
+            true
+        }
+        Claim::Gone(_) | Claim::Moved(_) => false,
     }
 }
 

@@ -34,7 +34,7 @@ use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
-use crate::semaphore::{self, Semaphore};
+use crate::semaphore::Semaphore;
 use crate::waiter::{Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
@@ -336,18 +336,19 @@ impl<T> Channel<T> {
             let cell = self.cells.find(Side::Push, start, s, &guard).cell(s);
             // SAFETY: index `s` is ours, so is the slot.
             unsafe { cell.write(msg) };
-            // Release: the value is visible to whoever sees BUFFERED.
-            let mut state = match cell.state.compare_exchange(
-                EMPTY,
-                BUFFERED,
-                Ordering::Release,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return Ok(()),
-                Err(state) => state,
-            };
+            let mut state = EMPTY;
             loop {
                 match state {
+                    // Release: the value is visible to whoever sees BUFFERED.
+                    EMPTY => match cell.state.compare_exchange(
+                        EMPTY,
+                        BUFFERED,
+                        Ordering::Release,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return Ok(()),
+                        Err(s) => state = s,
+                    },
                     SKIP_RECV => {
                         self.land_on_skip(&self.skipped_recvs);
                         // SAFETY: we wrote it and nobody took it.
@@ -355,13 +356,7 @@ impl<T> Channel<T> {
                         continue 'index;
                     }
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(
-                            &cell.state,
-                            word,
-                            Claimer::Sender,
-                            DONE,
-                            SKIP_RECV,
-                        ) {
+                        match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
                             Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the value in our cell is ours, and the
                                 // decided waiter's slot is ours to fill.
@@ -375,16 +370,6 @@ impl<T> Channel<T> {
                     // The receiver of this index is giving up (it may hand
                     // the index back and leave the cell empty).
                     CLAIMED => state = cell::wait_unclaimed(&cell.state),
-                    EMPTY => {
-                        if cell
-                            .state
-                            .compare_exchange(EMPTY, BUFFERED, Ordering::Release, Ordering::Acquire)
-                            .is_ok()
-                        {
-                            return Ok(());
-                        }
-                        state = cell.state.load(Ordering::Acquire);
-                    }
                     other => unreachable!("send found cell in state {other}"),
                 }
             }
@@ -421,13 +406,7 @@ impl<T> Channel<T> {
                     }
                     word if own_word(mode) == word => return Err(SendStop::SelfMet(msg)),
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(
-                            &cell.state,
-                            word,
-                            Claimer::Sender,
-                            DONE,
-                            SKIP_RECV,
-                        ) {
+                        match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
                             Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(msg) };
@@ -552,19 +531,13 @@ impl<T> Channel<T> {
                     word if cell::is_entry(word) && self.is_closed() => {
                         // A parked sender's send has not completed, and the
                         // channel is closed: it gets its message back.
-                        if semaphore::close_entry(&cell.state, word, SKIP_SEND) {
+                        if cell::close_entry(&cell.state, word, SKIP_SEND) {
                             self.skipped_sends.fetch_add(1, Ordering::Relaxed);
                         }
                         state = cell::wait_unclaimed(&cell.state);
                     }
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(
-                            &cell.state,
-                            word,
-                            Claimer::Receiver,
-                            DONE,
-                            SKIP_SEND,
-                        ) {
+                        match cell::claim_waiter(&cell.state, word, Claimer::Receiver, SKIP_SEND) {
                             Claim::Won { waiter, slot, end } => {
                                 // SAFETY: the decided sender's value is ours.
                                 let msg = unsafe { (slot as *mut T).read() };
@@ -908,7 +881,7 @@ impl<T> Channel<T> {
                     let word = cell.state.load(Ordering::Acquire);
                     if cell::is_entry(word)
                         && word & (SENDER_TAG | DUPLEX_TAG) != 0
-                        && semaphore::close_entry(&cell.state, word, SKIP_SEND)
+                        && cell::close_entry(&cell.state, word, SKIP_SEND)
                         && word & DUPLEX_TAG == 0
                     {
                         self.skipped_sends.fetch_add(1, Ordering::Relaxed);
@@ -929,7 +902,7 @@ impl<T> Channel<T> {
         self.cells.visit(closed_at, r, guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
             if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) == 0 {
-                semaphore::close_entry(&cell.state, word, SKIP_RECV);
+                cell::close_entry(&cell.state, word, SKIP_RECV);
             }
         });
     }

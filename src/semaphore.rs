@@ -223,7 +223,7 @@ impl Semaphore {
                     SKIP => continue 'retry,
                     CLAIMED => state = cell::wait_unclaimed(cell),
                     word if cell::is_entry(word) => {
-                        match cell::claim_waiter(cell, word, Claimer::Sender, DONE, SKIP) {
+                        match cell::claim_waiter(cell, word, Claimer::Sender, SKIP) {
                             Claim::Won { waiter, end, .. } => {
                                 cell::finish(cell, end, waiter);
                                 return;
@@ -247,23 +247,9 @@ impl Semaphore {
         self.cells.visit(lo, hi, &guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
             if cell::is_entry(word) {
-                close_entry(&cell.state, word, SKIP);
+                cell::close_entry(&cell.state, word, SKIP);
             }
         });
-    }
-}
-
-/// Closes the waiter whose entry `word` was read from `state`; `skip` marks
-/// the cell. Returns whether this call decided the waiter. If the cell moved
-/// on (a partner claimed it, or the owner withdrew), there is nothing to do:
-/// an entry published after the closer's fence sees the closed bit itself.
-pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
-    match cell::claim_waiter(state, word, Claimer::Closer, skip, skip) {
-        Claim::Won { waiter, end, .. } => {
-            cell::finish(state, end, waiter);
-            true
-        }
-        Claim::Gone(_) | Claim::Moved(_) => false,
     }
 }
 
