@@ -767,22 +767,10 @@ fn benches(c: &mut Criterion) {
         g.finish();
     }
 
-    // -----------------------------------------------------------------------
-    // SELECT BENCHMARKS GO HERE (not written yet: select is being built on
-    // another branch). Go's shapes still to add, same harness, libraries
-    // that have a select (scalechan, crossbeam-channel, flume's Selector;
-    // kanal and std have none, so they sit these out):
-    //   select_uncontended      SelectUncontended
-    //   select_sync_contended   SelectSyncContended
-    //   select_async_contended  SelectAsyncContended
-    //   select_nonblock         SelectNonblock
-    //   select_prod_cons        SelectProdCons
-    //   chan_popular            ChanPopular: n threads each select over one
-    //                           shared channel that never fires and its
-    //                           own channel; it is a select benchmark in Go
-    //                           (it measures a long waiter list on the
-    //                           popular channel), so it waits for select too.
-    // -----------------------------------------------------------------------
+    // Go's select shapes (SelectUncontended, SelectSyncContended,
+    // SelectAsyncContended, SelectNonblock, SelectProdCons) and ChanPopular,
+    // which is a select benchmark in Go, are in benches/select.rs: only
+    // libraries with a select run them.
 }
 
 criterion_group! {

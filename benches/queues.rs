@@ -1,7 +1,7 @@
 //! Scq (inline values, and `Scq (slots)` with out-of-line values) vs
 //! crossbeam ArrayQueue vs concurrent-queue (bounded), and Lscq vs
 //! crossbeam SegQueue vs concurrent-queue (unbounded), on the workloads of
-//! the LSCQ article (seed 002) at 1, 2, 4 and 8 threads.
+//! the LSCQ article (seed 002) at 1, 2, 4, 8 and 16 threads.
 //!
 //! Every benchmark times the whole multi-threaded run (`iter_custom`) and
 //! reports time per operation (per push+pop pair for `queue_pair`). Every
@@ -293,7 +293,7 @@ fn bench_kind<A: Queue, S: Queue, B: Queue, C: Queue>(c: &mut Criterion, kind: &
     for (name, w) in workloads {
         let mut g = c.benchmark_group(format!("{kind}/{name}"));
         g.sample_size(10);
-        for threads in [1usize, 2, 4, 8] {
+        for threads in [1usize, 2, 4, 8, 16] {
             g.bench_function(BenchmarkId::new(A::NAME, threads), |b| {
                 b.iter_custom(|iters| run::<A>(w, threads, iters))
             });

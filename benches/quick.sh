@@ -15,15 +15,15 @@ cd "$(dirname "$0")/.."
 target="${CARGO_TARGET_DIR:-target}"
 
 # Build first, so the timing below is the benchmarks alone.
-cargo bench --no-run --bench chan --bench queues
+cargo bench --no-run --bench chan --bench queues --bench select
 cargo build --release --example bench_memory --example bench_report
 
 rm -rf "$target/criterion"
 start=$(date +%s)
 if [ $# -gt 0 ]; then
-    SCALECHAN_BENCH_QUICK=1 cargo bench --bench chan --bench queues -- "$@"
+    SCALECHAN_BENCH_QUICK=1 cargo bench --bench chan --bench queues --bench select -- "$@"
 else
-    SCALECHAN_BENCH_QUICK=1 cargo bench --bench chan --bench queues
+    SCALECHAN_BENCH_QUICK=1 cargo bench --bench chan --bench queues --bench select
 fi
 secs=$(($(date +%s) - start))
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)

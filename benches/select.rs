@@ -9,7 +9,7 @@
 //! ```text
 //! cargo bench --bench select                                  # full run
 //! cargo bench --bench select -- --warm-up-time 0.5 --measurement-time 2
-//! SCALECHAN_BENCH_QUICK=1 cargo bench --bench select          # 0.3 s + 1 s
+//! SCALECHAN_BENCH_QUICK=1 cargo bench --bench select          # quick mode (benches/common)
 //! ```
 //!
 //! Groups (an "op" is what the reported time is per):
@@ -19,21 +19,23 @@
 //!   plain send. `send`: its mirror image: one channel full, each op selects
 //!   a send over both (exactly one has room) and then empties the other one
 //!   with a plain receive, so the send arm fires on alternate channels.
-//! - `select_contended`: Go's `BenchmarkSelectAsyncContended`: 1, 2, 4, 8
+//! - `select_contended`: Go's `BenchmarkSelectAsyncContended`: 1 to 16
 //!   threads, each with one token, share two `bounded(threads)` channels;
 //!   each op selects a receive over both and sends the token on the other.
 //!   (Go sizes the channels to the thread count; with `bounded(1)` most
 //!   threads would sit in the plain send, which is not what is measured.)
-//! - `select_sync_contended`: Go's `BenchmarkSelectSyncContended`: 1, 2, 4, 8
+//! - `select_sync_contended`: Go's `BenchmarkSelectSyncContended`: 1 to 16
 //!   receiver threads each select a receive over three shared rendezvous
 //!   channels; each has a helper thread that selects a send over the three
 //!   plus a receive on a `done` channel (which stops it).
-//! - `select_prodcons_{0,1,10}`: after Go's `BenchmarkSelectProdCons`: 1, 2,
-//!   4, 8 producer/consumer pairs on one `bounded(cap)` channel. Producers
+//! - `select_prodcons_{0,1,10}`: after Go's `BenchmarkSelectProdCons`: 1 to
+//!   16 producer/consumer pairs on one `bounded(cap)` channel. Producers
 //!   select a send on it or a receive on a quit channel or an hour-long timer
 //!   (neither ever ready); consumers select a receive on it or the same two.
 //!   Go's ~100-instruction "local work" between selects is left out: with
 //!   two cores it would only dilute the select cost.
+//! - `chan_popular`: Go's `BenchmarkChanPopular`, 1 to 16 workers, each
+//!   selecting over one shared channel that never fires and its own.
 //! - `select_nonblock`: Go's `BenchmarkSelectNonblock`, one thread, nothing
 //!   ever ready. `single`: Go's op, four one-case selects with `default`
 //!   (receive on an empty rendezvous channel, send on a rendezvous channel
@@ -53,6 +55,8 @@
 //! Every benchmark checks the number of messages moved and, where a sum is
 //! cheap, their sum; a run that loses or invents a message panics instead of
 //! reporting a time.
+
+mod common;
 
 use criterion::measurement::WallTime;
 use criterion::{
@@ -642,6 +646,52 @@ fn async_contended<L: Lib>(threads: u64, iters: u64) -> Duration {
     elapsed
 }
 
+/// Go's ChanPopular: `threads` workers each select a receive over one
+/// shared rendezvous channel that never fires and its own rendezvous
+/// channel, which the main thread feeds round-robin. Every select that parks
+/// registers on the popular channel and withdraws from it when its own
+/// message comes, so the popular channel sees a crowd of waiters come and
+/// go. Go runs 1000 goroutines; threads are dearer, so the crowd is the
+/// thread count. Each worker checks that it got its own `0..rounds`, in
+/// order.
+fn popular<L: Lib>(threads: u64, iters: u64) -> Duration {
+    let rounds = iters * POPULAR_BATCH / threads;
+    let (_popular_tx, popular_rx) = L::bounded(0);
+    let barrier = Barrier::new(threads as usize + 1);
+    thread::scope(|s| {
+        let mut own_txs = Vec::new();
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (tx, rx) = L::bounded(0);
+                own_txs.push(tx);
+                let (popular_rx, barrier) = (&popular_rx, &barrier);
+                s.spawn(move || {
+                    barrier.wait();
+                    for i in 0..rounds {
+                        let (arm, m) = L::recv2(popular_rx, &rx);
+                        assert_eq!((arm, m), (1, i), "{}: wrong message", L::NAME);
+                    }
+                })
+            })
+            .collect();
+        barrier.wait();
+        let start = Instant::now();
+        for i in 0..rounds {
+            for tx in &own_txs {
+                L::send(tx, i);
+            }
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+        start.elapsed()
+    })
+}
+
+/// Messages per criterion iteration of `chan_popular`: divisible by every
+/// thread count in [`THREADS`], so each worker gets the same share.
+const POPULAR_BATCH: u64 = 960;
+
 /// Go's sync contended shape: `threads` receivers select over three shared
 /// rendezvous channels, fed by `threads` helpers that select a send over the
 /// same three or a receive on `done`. Helpers send their own running count,
@@ -761,7 +811,7 @@ fn prod_cons<L: Lib>(cap: usize, pairs: u64, iters: u64) -> Duration {
     elapsed
 }
 
-const THREADS: [u64; 4] = [1, 2, 4, 8];
+const THREADS: [u64; 5] = [1, 2, 4, 8, 16];
 
 fn contended_group<L: Lib>(g: &mut BenchmarkGroup<'_, WallTime>, sync: bool) {
     for threads in THREADS {
@@ -771,6 +821,14 @@ fn contended_group<L: Lib>(g: &mut BenchmarkGroup<'_, WallTime>, sync: bool) {
             } else {
                 b.iter_custom(|iters| async_contended::<L>(t, iters))
             }
+        });
+    }
+}
+
+fn popular_group<L: Lib>(g: &mut BenchmarkGroup<'_, WallTime>) {
+    for threads in THREADS {
+        g.bench_with_input(BenchmarkId::new(L::NAME, threads), &threads, |b, &t| {
+            b.iter_custom(|iters| popular::<L>(t, iters))
         });
     }
 }
@@ -816,6 +874,12 @@ fn benches(c: &mut Criterion) {
         contended_group::<Crossbeam>(&mut g, true);
         g.finish();
     }
+    {
+        let mut g = c.benchmark_group("chan_popular");
+        g.throughput(Throughput::Elements(POPULAR_BATCH));
+        for_each_lib!(popular_group(&mut g));
+        g.finish();
+    }
     for cap in [0, 1, 10] {
         let mut g = c.benchmark_group(format!("select_prodcons_{cap}"));
         g.throughput(Throughput::Elements(BATCH));
@@ -829,25 +893,9 @@ fn benches(c: &mut Criterion) {
     }
 }
 
-/// 20 samples like benches/chan.rs; `SCALECHAN_BENCH_QUICK=1` shortens
-/// warm-up and measurement for a smoke run. Command-line flags still win
-/// (criterion applies them after this).
-fn config() -> Criterion {
-    let quick = std::env::var("SCALECHAN_BENCH_QUICK").is_ok_and(|v| v == "1");
-    let (warm_up, measure) = if quick {
-        (Duration::from_millis(300), Duration::from_secs(1))
-    } else {
-        (Duration::from_secs(1), Duration::from_secs(2))
-    };
-    Criterion::default()
-        .sample_size(20)
-        .warm_up_time(warm_up)
-        .measurement_time(measure)
-}
-
 criterion_group! {
     name = select;
-    config = config();
+    config = common::config();
     targets = benches
 }
 criterion_main!(select);

@@ -149,6 +149,16 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
     ("chan_prod_cons_work_100", "Go's ChanProdConsWork100: chan_prod_cons_100 with local work."),
     ("chan_sem", "Go's ChanSem: a `bounded::<()>(P)` as a semaphore; P threads each send (acquire) then receive (release). Per acquire/release. std: `Mutex<Receiver>` at P > 1."),
     ("chan_creation", "Go's ChanCreation: P threads each create a `bounded(1)`, send and receive one message, drop it. Per channel."),
+    ("chan_popular", "Go's ChanPopular (a select benchmark): P workers each select a receive over one shared `bounded(0)` that never fires and their own `bounded(0)`, fed round-robin by the main thread; every parked select registers on the shared channel and withdraws. Per message. (Select libraries only.)"),
+    ("select_uncontended/recv", "Go's SelectUncontended: one thread, two `bounded(1)`, one token: each op selects a receive over both and sends the token on the other. Per select."),
+    ("select_uncontended/send", "The mirror image: each op selects a send over two `bounded(1)` (one has room), then a plain receive empties the other. Per select."),
+    ("select_nonblock/single", "Go's SelectNonblock: four one-case selects with `default`, nothing ever ready (empty and full, rendezvous and `bounded(1)`). Per op of four selects."),
+    ("select_nonblock/multi", "One select over the same four cases plus `default`. Per select."),
+    ("select_contended", "Go's SelectAsyncContended: P threads, each with a token, share two `bounded(P)`; each op selects a receive over both and sends the token on the other. Per select."),
+    ("select_sync_contended", "Go's SelectSyncContended: P receivers select over three shared `bounded(0)`; P helpers select a send over the three or a receive on `done` (2P threads). Per message. (No flume: its Selector can complete two send arms.)"),
+    ("select_prodcons_0", "Go's SelectProdCons over `bounded(0)`: P producers select a send or a receive on a quit channel or an hour timer; P consumers select a receive or the same two. Per message. (flume at P = 1 only: its Selector can miss the close with more.)"),
+    ("select_prodcons_1", "select_prodcons_0 over `bounded(1)`."),
+    ("select_prodcons_10", "select_prodcons_0 over `bounded(10)`."),
     ("unbounded_mpmc", "Seed 004's throughput, its Unbounded: P producers and P consumers over `unbounded()`. Per message. std: `Mutex<Receiver>` at P > 1."),
     ("bounded_mpmc", "Seed 004's throughput, its Bounded1K: P producers and P consumers over `bounded(1024)`. Per message. std: `Mutex<Receiver>` at P > 1."),
     ("bounded/queue_pair", "Scq vs peers (capacity 4096): each of P threads pushes then pops. Per push+pop pair."),
@@ -216,12 +226,22 @@ fn load(dir: &Path) -> (Vec<Workload>, Option<(SystemTime, SystemTime)>) {
         let meta = read_json(&bench);
         let est_path = bench.with_file_name("estimates.json");
         let est = read_json(&est_path);
-        let group = meta["group_id"].as_str().unwrap_or_default().to_string();
+        let mut group = meta["group_id"].as_str().unwrap_or_default().to_string();
         let library = meta["function_id"].as_str().unwrap_or_default().to_string();
-        // Only `<group>/<library>/<threads>` ids belong in a sweep.
-        let Some(threads) = meta["value_str"].as_str().and_then(|v| v.parse().ok()) else {
-            eprintln!("skipping {} (no thread count)", bench.display());
-            continue;
+        // `<group>/<library>/<threads>` ids form a sweep; a single-threaded
+        // group's variants (`select_nonblock/<library>/multi`) each become
+        // a workload of their own, at P = 1.
+        let value = meta["value_str"].as_str().unwrap_or_default();
+        let threads = match value.parse() {
+            Ok(threads) => threads,
+            Err(_) if !value.is_empty() => {
+                group = format!("{group}/{value}");
+                1
+            }
+            Err(_) => {
+                eprintln!("skipping {} (no thread count)", bench.display());
+                continue;
+            }
         };
         let per_iter = meta["throughput"]["Elements"].as_f64().unwrap_or(1.0);
         let median = est["median"]["point_estimate"]
@@ -564,13 +584,6 @@ fn main() {
          crossbeam queue of the same kind); below 1.00 is faster than crossbeam. \
          **Bold**: fastest at that thread count. P is the thread count in the sense of \
          Go's `-cpu`; each workload says how many threads it runs.\n"
-    );
-    let _ = writeln!(
-        w,
-        "Not here yet: Go's select shapes (SelectUncontended, SelectSyncContended, \
-         SelectAsyncContended, SelectNonblock, SelectProdCons) and ChanPopular, which \
-         is a select benchmark in Go; they wait for `select` (benches/chan.rs marks \
-         the place).\n"
     );
 
     // Where ours is not the fastest.

@@ -233,7 +233,13 @@ pub(crate) struct Registration {
     index: u64,
     segment: *const (),
     release: unsafe fn(*const ()),
+    /// Called with its pointer after the entry left a skip in the cell
+    /// (not after a give-back): the channel's `pass_skips`.
+    after_skip: Option<Callback>,
 }
+
+/// A function and the pointer it is called with.
+type Callback = (*const (), unsafe fn(*const ()));
 
 impl Registration {
     /// # Safety
@@ -259,7 +265,18 @@ impl Registration {
             index,
             segment,
             release,
+            after_skip: None,
         }
+    }
+
+    /// The same registration, and a cancel that leaves a skip calls
+    /// `f(owner)` afterwards.
+    ///
+    /// # Safety
+    /// `f(owner)` must be sound to call while the registration lives.
+    pub(crate) unsafe fn after_skip(mut self, owner: *const (), f: unsafe fn(*const ())) -> Self {
+        self.after_skip = Some((owner, f));
+        self
     }
 
     /// The same registration, but cancelling it bumps no skip counter.
@@ -342,5 +359,9 @@ impl Registration {
         }
         // SAFETY: per `new`; the entry has left the cell.
         unsafe { (self.release)(self.segment) };
+        if let Some((owner, f)) = self.after_skip {
+            // SAFETY: per `after_skip`.
+            unsafe { f(owner) };
+        }
     }
 }

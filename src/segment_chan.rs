@@ -35,7 +35,7 @@ use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
 use crate::semaphore::Semaphore;
-use crate::waiter::{Entry, Outcome, Waiter};
+use crate::waiter::{spin_until, Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
 use std::time::Instant;
@@ -362,6 +362,12 @@ impl<T> Channel<T> {
                                 // decided waiter's slot is ours to fill.
                                 unsafe { (slot as *mut T).write(cell.read()) };
                                 cell::finish(&cell.state, end, waiter);
+                                // The receive completed with the hand-off:
+                                // its permit goes back now, not when the
+                                // receiver next runs (which, with more
+                                // threads than cores, can be a time slice
+                                // later, throttling every sender meanwhile).
+                                self.release_permit();
                                 return Ok(());
                             }
                             Claim::Gone(s) | Claim::Moved(s) => state = s,
@@ -487,6 +493,9 @@ impl<T> Channel<T> {
 
     /// Receives in any mode; a select's receive case registers here.
     pub(crate) fn recv_in(&self, mode: Mode<'_>) -> Result<T, RecvStop> {
+        if let Mode::Park(deadline) = mode {
+            self.await_sender(deadline);
+        }
         'index: loop {
             if let Mode::Try = mode {
                 // Decide "empty" and "closed and drained" from reads alone.
@@ -521,7 +530,8 @@ impl<T> Channel<T> {
                         let msg = unsafe { cell.read() };
                         // Relaxed: nobody reads a DONE cell's slot.
                         cell.state.store(DONE, Ordering::Relaxed);
-                        return Ok(self.received(msg));
+                        self.release_permit();
+                        return Ok(msg);
                     }
                     SKIP_SEND => {
                         self.land_on_skip(&self.skipped_sends);
@@ -542,7 +552,8 @@ impl<T> Channel<T> {
                                 // SAFETY: the decided sender's value is ours.
                                 let msg = unsafe { (slot as *mut T).read() };
                                 cell::finish(&cell.state, end, waiter);
-                                return Ok(self.received(msg));
+                                // (A parked sender: rendezvous, no permits.)
+                                return Ok(msg);
                             }
                             Claim::Gone(s) | Claim::Moved(s) => state = s,
                         }
@@ -580,10 +591,9 @@ impl<T> Channel<T> {
                                     deadline,
                                     guard,
                                 ) {
-                                    // SAFETY: the sender wrote our slot before waking us.
-                                    Ok(()) => {
-                                        return Ok(self.received(unsafe { slot.assume_init() }))
-                                    }
+                                    // SAFETY: the sender wrote our slot before
+                                    // waking us (and returned the permit).
+                                    Ok(()) => return Ok(unsafe { slot.assume_init() }),
                                     Err(ParkFail::Lost(s, g)) => {
                                         guard = g;
                                         state = s;
@@ -609,13 +619,36 @@ impl<T> Channel<T> {
         }
     }
 
-    /// After a receive: a bounded channel's permit goes back to the senders.
+    /// Before a blocking receive takes its index: if no send has started
+    /// beyond the receives, waits a little (spin, then yield; never parks)
+    /// for one, holding no index.
+    ///
+    /// An index taken on an empty channel belongs to one particular future
+    /// send, so receivers that wait in cells are served in the order they
+    /// arrived: with more threads than cores, every message then waits for
+    /// its receiver's next time slice (a context switch per message,
+    /// measured). A receiver that waits without an index lets whichever
+    /// receiver is running take the next message. Read only: the fast
+    /// paths are unchanged, and so is the protocol (loom skips the wait).
+    fn await_sender(&self, deadline: Option<Instant>) {
+        // Relaxed: a hint; the fetch-and-add that follows decides.
+        let ready = || {
+            let r = self.receivers.load(Ordering::Relaxed);
+            let s = self.senders.load(Ordering::Relaxed);
+            count(s) > r || s & CLOSED_BIT != 0
+        };
+        if !ready() {
+            spin_until(deadline, ready);
+        }
+    }
+
+    /// After a receive of a buffered value, or a hand-off to a parked
+    /// receiver: a bounded channel's permit goes back to the senders.
     #[inline]
-    pub(crate) fn received(&self, msg: T) -> T {
+    fn release_permit(&self) {
         if let Kind::Bounded { permits, .. } = &self.kind {
             permits.release();
         }
-        msg
     }
 
     /// Publishes `entry` in `state` (a cell of `seg`, index `index`), which
@@ -667,6 +700,15 @@ impl<T> Channel<T> {
                 seg as *const Segment<Cell<T>> as *const (),
                 release_segment::<T>,
             )
+            // SAFETY: as above, `self` outlives the registration.
+            .after_skip(
+                self as *const Self as *const (),
+                if sender {
+                    pass_skips::<T, true>
+                } else {
+                    pass_skips::<T, false>
+                },
+            )
         };
         // Dekker with `close`: our entry store, then the closed check; the
         // closer sets the bit, then scans for entries. One sees the other.
@@ -712,6 +754,60 @@ impl<T> Channel<T> {
                 reg.cancel();
                 Err(ParkFail::Fail(Fail::Timeout))
             }
+        }
+    }
+
+    /// Moves the other side's counter past cells this side gave up, when
+    /// they are next in its line: called after a waiter withdrew and left a
+    /// skip (`SKIP_RECV` after a receiver, `SKIP_SEND` after a sender).
+    ///
+    /// An index given up on a quiet channel (a select's `quit` case, a
+    /// polling `recv_timeout`) is passed only when the other side arrives;
+    /// until then the segments from that side's cursor on cannot be
+    /// retired, and with several waiters giving up out of order (so the
+    /// index cannot simply go back, see `Registration::cancel`) they would
+    /// pile up without bound. So the withdrawer does for the other side what
+    /// its next operation would do on landing there: take the index (a CAS
+    /// from the count it read, so any real operation or a close wins) and
+    /// settle the skip count. `len` is unchanged; `try_*` see no difference.
+    fn pass_skips(&self, other: Side) {
+        let (counter, ours, skip, skipped) = match other {
+            Side::Push => (
+                &*self.senders,
+                &*self.receivers,
+                SKIP_RECV,
+                &self.skipped_recvs,
+            ),
+            Side::Pop => (
+                &*self.receivers,
+                &*self.senders,
+                SKIP_SEND,
+                &self.skipped_sends,
+            ),
+        };
+        let guard = epoch::pin();
+        loop {
+            // The cursor before the count, as an operation loads it before
+            // its fetch-and-add: every index taken so far is below the count,
+            // so the cursor is at or before the count's segment.
+            let start = self.cells.cursor(other, &guard);
+            let i = counter.load(Ordering::Acquire);
+            // Closed (the bit is in `senders`), or our side never took this
+            // index (the cell may not exist: `find` must not grow the list).
+            if i & CLOSED_BIT != 0 || i >= count(ours.load(Ordering::Acquire)) {
+                return;
+            }
+            let cell = self.cells.find(other, start, i, &guard).cell(i);
+            // A skip is final: nobody changes the cell until it is reused,
+            // and our pin keeps it from being retired.
+            if cell.state.load(Ordering::Acquire) != skip
+                || counter
+                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                return;
+            }
+            self.land_on_skip(skipped);
         }
     }
 
@@ -923,6 +1019,16 @@ impl<T> Channel<T> {
 unsafe fn release_segment<T>(seg: *const ()) {
     // SAFETY: per the contract.
     unsafe { Segment::release_ref(seg as *const Segment<Cell<T>>) };
+}
+
+/// [`Channel::pass_skips`] for the side opposite a withdrawn entry's.
+///
+/// # Safety
+/// `chan` is a live `Channel<T>`.
+unsafe fn pass_skips<T, const SENDER: bool>(chan: *const ()) {
+    // SAFETY: per the contract.
+    let chan = unsafe { &*(chan as *const Channel<T>) };
+    chan.pass_skips(if SENDER { Side::Pop } else { Side::Push });
 }
 
 /// The select entry word a [`Mode::Register`] operation must not pair with.

@@ -26,7 +26,7 @@ use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
 use crate::segment::{Segment, SegmentCell, Segments, Side};
 use crate::segment_chan::{Mode, RecvStop};
-use crate::waiter::{Entry, Outcome, Waiter};
+use crate::waiter::{spin_until, Entry, Outcome, Waiter};
 use crate::Fail;
 use std::ptr;
 
@@ -92,7 +92,18 @@ impl Semaphore {
     ) -> Result<(), RecvStop> {
         let (deadline, select_entry) = match mode {
             Mode::Try => return self.try_acquire(is_closed).map_err(RecvStop::Fail),
-            Mode::Park(deadline) => (deadline, None),
+            Mode::Park(deadline) => {
+                // Wait a little for a free permit before queueing for one:
+                // a queued acquirer gets the next permit released, so with
+                // more threads than cores every permit would wait for its
+                // acquirer's time slice (see `Channel::await_sender`).
+                // Relaxed: a hint; the fetch_sub below decides.
+                let free = || signed(self.permits.load(Ordering::Relaxed)) > 0 || is_closed();
+                if !free() {
+                    spin_until(deadline, free);
+                }
+                (deadline, None)
+            }
             Mode::Register { entry, .. } => (None, Some(entry)),
         };
         // Acquire: pairs with the Release in `release`, so the receive that

@@ -49,10 +49,16 @@ pub(crate) const fn decision(case: usize, closed: bool) -> usize {
     DECIDED + (case << 1) + closed as usize
 }
 
-/// `Waiter::done`: nobody has finished with the waiter yet.
+/// `Waiter::done`: nobody has finished with the waiter yet; the owner is
+/// still spinning.
 const PENDING: usize = 0;
 /// `Waiter::done`: the decider has finished; the owner may proceed.
 const FINISHED: usize = 1;
+/// `Waiter::done`: as `PENDING`, and the owner is (about to be) parked, so
+/// the decider must unpark it. A waker that finds `PENDING` skips the
+/// unpark: ~20 ns and a lock on a parking-table bucket saved on every
+/// hand-off to a thread that was still spinning.
+const PARKED: usize = 2;
 
 /// A blocked operation's rendezvous point.
 #[derive(Debug)]
@@ -178,13 +184,16 @@ impl Waiter {
     }
 
     /// The decider is done with the waiter (slot written or read): lets the
-    /// owner return, and unparks it. The waiter may be gone after the store.
+    /// owner return, and unparks it if it parked. The waiter may be gone
+    /// after the swap.
     #[inline]
     pub(crate) fn wake(&self) {
         let handle: UnparkHandle = self.parker.handle(self.key());
-        // Release: the slot transfer happens before the owner reads it.
-        self.done.store(FINISHED, Ordering::Release);
-        handle.unpark();
+        // Release: the slot transfer happens before the owner reads it. A
+        // swap, not a store: it tells us whether the owner parked.
+        if self.done.swap(FINISHED, Ordering::Release) == PARKED {
+            handle.unpark();
+        }
     }
 
     fn key(&self) -> usize {
@@ -196,47 +205,69 @@ impl Waiter {
         self.done.spin_load(Ordering::Acquire) == FINISHED
     }
 
+    /// Announces that the owner is about to park. `false`: the decider
+    /// finished first (nothing to park for).
+    fn announce_park(&self) -> bool {
+        // Acquire on failure: the decider's slot transfer is visible.
+        match self
+            .done
+            .compare_exchange(PENDING, PARKED, Ordering::Relaxed, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(now) => now == PARKED,
+        }
+    }
+
     /// Parks until decided and finished, or until `deadline`. A timeout
     /// tries to abort; when a decider got there first, waits for it.
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Outcome {
-        let backoff = crate::loom::Backoff::new();
-        // Partners usually come within microseconds: spin a little before
-        // paying ~10-30 us for a park/unpark round trip (NOTES.md).
-        while !backoff.is_completed() {
-            if self.is_finished() {
-                return self.outcome();
-            }
-            backoff.snooze();
+        if spin_until(deadline, || self.is_finished()) {
+            return self.outcome();
         }
         loop {
-            if self.is_finished() {
+            if !self.announce_park() {
                 return self.outcome();
             }
             // loom has no clock: its parker models the timeout instead.
             if !cfg!(loom) && deadline.is_some_and(|d| Instant::now() >= d) {
-                if self.try_abort() {
-                    return Outcome::TimedOut;
-                }
-                self.wait_finished();
+                return self.time_out();
+            }
+            let in_time = self.parker.park(
+                self.key(),
+                || self.done.load(Ordering::Relaxed) == PARKED,
+                deadline,
+            );
+            if self.is_finished() {
                 return self.outcome();
             }
-            let in_time = self
-                .parker
-                .park(self.key(), || !self.is_finished(), deadline);
-            if !in_time && !self.is_finished() {
-                if self.try_abort() {
-                    return Outcome::TimedOut;
-                }
-                self.wait_finished();
-                return self.outcome();
+            if !in_time {
+                return self.time_out();
             }
         }
     }
 
+    /// The deadline passed: withdraw, unless a decider got there first.
+    fn time_out(&self) -> Outcome {
+        if self.try_abort() {
+            return Outcome::TimedOut;
+        }
+        self.wait_finished();
+        self.outcome()
+    }
+
     /// Waits, without a deadline, for the decider to finish.
     pub(crate) fn wait_finished(&self) {
-        while !self.is_finished() {
-            self.parker.park(self.key(), || !self.is_finished(), None);
+        // The decider is between its state CAS and its `wake`: a few
+        // instructions unless it was preempted there.
+        if spin_until(None, || self.is_finished()) {
+            return;
+        }
+        while self.announce_park() {
+            self.parker.park(
+                self.key(),
+                || self.done.load(Ordering::Relaxed) == PARKED,
+                None,
+            );
         }
     }
 
@@ -266,5 +297,54 @@ impl Entry {
         // SAFETY: an entry never outlives its waiter: both belong to the
         // blocked operation's frame, the waiter declared first.
         unsafe { &*self.waiter }
+    }
+}
+
+/// Pause-spin rounds before yielding: round `i` spins `2^i` times, ~130
+/// pauses (1-4 us) in all, enough for a partner running on another core.
+#[cfg(not(loom))]
+const SPIN_ROUNDS: u32 = 4;
+
+/// How long a blocked thread yields before it parks. A park/unpark round
+/// trip costs 10-30 us here (NOTES.md), and a parked partner that is woken
+/// answers only after that long: a budget longer than one round trip keeps
+/// a ping-pong from parking on every hand-off once one side has parked. The
+/// budget is wall time, not a count, so it cannot become a yield loop that
+/// starves others (crossbeam-channel#821): with threads to run, each yield
+/// gives the CPU away for microseconds and the budget runs out in a few.
+#[cfg(not(loom))]
+const YIELD_FOR: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Waits for `done()` without parking: spins, then yields, for a bounded
+/// time (and never past `deadline`). Returns `done()`. Under loom it only
+/// checks once: spinning adds nothing to a model but interleavings.
+#[inline]
+pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> bool {
+    #[cfg(loom)]
+    {
+        let _ = deadline;
+        done()
+    }
+    #[cfg(not(loom))]
+    {
+        for round in 0..SPIN_ROUNDS {
+            for _ in 0..1u32 << round {
+                std::hint::spin_loop();
+            }
+            if done() {
+                return true;
+            }
+        }
+        let start = Instant::now();
+        let until = deadline.map_or(start + YIELD_FOR, |d| d.min(start + YIELD_FOR));
+        loop {
+            std::thread::yield_now();
+            if done() {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+        }
     }
 }

@@ -225,6 +225,55 @@ fn long_lived_unbounded_segments() -> (usize, usize) {
     (after_drain, peak)
 }
 
+/// Go's ChanPopular shape: `threads` workers each loop on a select over
+/// one shared channel that never fires (a `quit` channel) and its own work
+/// channel, which the main thread feeds. Every select that parks registers
+/// a receive on the quiet channel and withdraws it when its work arrives,
+/// out of order with the other workers'. Returns the live segments (over
+/// the start) after the run, while the quiet channel is still alive.
+fn quiet_channel_selects(threads: usize, rounds: usize) -> usize {
+    let base = scalechan::__private::live_segments();
+    let (quit_tx, quit_rx) = bounded::<()>(0);
+    let mut work = Vec::new();
+    thread::scope(|s| {
+        for _ in 0..threads {
+            let (tx, rx) = bounded::<usize>(0);
+            work.push(tx);
+            let quit_rx = quit_rx.clone();
+            s.spawn(move || {
+                for _ in 0..rounds {
+                    scalechan::select! {
+                        recv(quit_rx) -> _ => panic!("quit never fires"),
+                        recv(rx) -> m => assert!(m.is_ok()),
+                    }
+                }
+            });
+        }
+        for _ in 0..rounds {
+            for tx in &work {
+                tx.send(1).unwrap();
+            }
+        }
+    });
+    // Receivers that time out out of order on a quiet channel, the same
+    // withdrawal through `recv_timeout`.
+    let (_tx, rx) = unbounded::<u64>();
+    thread::scope(|s| {
+        for _ in 0..threads {
+            let rx = rx.clone();
+            s.spawn(move || {
+                for _ in 0..rounds / 10 {
+                    let r = rx.recv_timeout(std::time::Duration::from_micros(1));
+                    assert!(r.is_err());
+                }
+            });
+        }
+    });
+    let live = scalechan::__private::live_segments();
+    drop(quit_tx);
+    live.saturating_sub(base)
+}
+
 #[test]
 fn memory() {
     let mut report = Vec::new();
@@ -262,6 +311,20 @@ fn memory() {
     if peak >= 128 {
         failures.push(format!(
             "peak of {peak} segments during bursts of 1000 (limit 128)"
+        ));
+    }
+
+    // (c) waiters that give up on a quiet channel out of order leave no
+    // trail of segments behind them.
+    let rounds = if cfg!(miri) { 200 } else { 50_000 };
+    let live = quiet_channel_selects(8, rounds);
+    report.push(format!(
+        "8 select loops on a quiet channel, {rounds} rounds: {live} live segments"
+    ));
+    // 8 x 50 000 withdrawals would leave 12 500 segments if none were passed.
+    if live >= 64 {
+        failures.push(format!(
+            "{live} segments live after {rounds} rounds of selects on a quiet channel (limit 64)"
         ));
     }
 

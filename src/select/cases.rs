@@ -201,7 +201,7 @@ impl<T> Case for RecvCase<'_, T> {
     }
 
     fn complete(&mut self, closed: bool) {
-        let Flavor::Chan(shared) = self.rx.flavor() else {
+        let Flavor::Chan(_) = self.rx.flavor() else {
             unreachable!("timers are never decided by a partner")
         };
         self.result = Some(if closed {
@@ -209,8 +209,8 @@ impl<T> Case for RecvCase<'_, T> {
         } else {
             // SAFETY: the partner that decided this case wrote the slot
             // before finishing, and `Waiter::wait` saw it finish (Acquire).
-            let msg = unsafe { self.slot.assume_init_read() };
-            Ok(shared.chan.received(msg))
+            // (It also returned the permit of a bounded channel.)
+            Ok(unsafe { self.slot.assume_init_read() })
         });
     }
 

@@ -306,3 +306,49 @@ fn timed_out_receivers_give_indices_back() {
         assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
     });
 }
+
+/// Bound 3. Two receivers give up on a quiet rendezvous channel, in either
+/// order: at most one can hand its index back, the other leaves a skip that
+/// it passes on the senders' behalf (`pass_skips`), racing the other's
+/// withdrawal. Afterwards the counters still line up: nothing is pending,
+/// and a fresh send and receive meet.
+#[test]
+fn withdrawn_receivers_are_passed() {
+    model("withdrawn_receivers_are_passed", 3, || {
+        let (tx, rx) = bounded(0);
+        let rx2 = rx.clone();
+        let r = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)).ok());
+        let got = rx.recv_timeout(Duration::from_millis(1)).ok();
+        assert_eq!((got, r.join().unwrap()), (None, None));
+        assert_eq!(rx.len(), 0);
+        assert_eq!(tx.try_send(1), Err(scalechan::TrySendError::Full(1)));
+        let t = thread::spawn(move || rx.recv().unwrap());
+        tx.send(2).unwrap();
+        assert_eq!(t.join().unwrap(), 2);
+    });
+}
+
+/// Bound 3. A receiver gives up index 1, the last of a segment under loom
+/// (never handed back), so it leaves a skip and passes it for the senders
+/// while a send races it: the pass's CAS and the send's fetch-and-add meet
+/// on one index. The message reaches the receiver or stays for the next.
+#[test]
+fn pass_skips_races_send() {
+    model("pass_skips_races_send", 3, || {
+        let (tx, rx) = unbounded();
+        tx.send(0).unwrap();
+        assert_eq!(rx.recv(), Ok(0));
+        let rx2 = rx.clone();
+        let r = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)).ok());
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(5).unwrap());
+        s.join().unwrap();
+        let theirs = r.join().unwrap();
+        let left = rx.try_recv().ok();
+        let got: Vec<i32> = [theirs, left].into_iter().flatten().collect();
+        assert_eq!(got, [5]);
+        assert_eq!(rx.len(), 0);
+        tx.send(6).unwrap();
+        assert_eq!(rx.try_recv(), Ok(6));
+    });
+}
