@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole comparison in quick mode, then the memory figure and the report:
 #
-#   benches/quick.sh            # all groups, channels and queues (about 2.5 min of benchmarks on 2 cores)
+#   benches/quick.sh            # all groups: channels, select, queues (about 3 min of benchmarks on 2 cores)
 #   benches/quick.sh chan_sync  # only groups matching a criterion filter
 #
 # SCALECHAN_BENCH_QUICK=1 (benches/common/mod.rs) shortens every benchmark
