@@ -35,7 +35,7 @@ use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
 use crate::semaphore::Semaphore;
-use crate::waiter::{spin_until, Entry, Outcome, Waiter};
+use crate::waiter::{linger, Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
 use std::time::Instant;
@@ -631,20 +631,12 @@ impl<T> Channel<T> {
     /// receiver is running take the next message. Read only: the fast
     /// paths are unchanged, and so is the protocol (loom skips the wait).
     fn await_sender(&self, deadline: Option<Instant>) {
-        if cfg!(loom) {
-            // A delay with no effect on the protocol: its loads would only
-            // multiply the models' interleavings.
-            return;
-        }
         // Relaxed: a hint; the fetch-and-add that follows decides.
-        let ready = || {
+        linger(deadline, || {
             let r = self.receivers.load(Ordering::Relaxed);
             let s = self.senders.load(Ordering::Relaxed);
             count(s) > r || s & CLOSED_BIT != 0
-        };
-        if !ready() {
-            spin_until(deadline, ready);
-        }
+        });
     }
 
     /// After a receive of a buffered value, or a hand-off to a parked
@@ -679,19 +671,10 @@ impl<T> Channel<T> {
             return Err(ParkFail::Lost(s, guard));
         }
         drop(guard);
-        let (skip, skipped) = if sender {
-            (SKIP_SEND, &self.skipped_sends)
-        } else {
-            (SKIP_RECV, &self.skipped_recvs)
-        };
+        let (counter, skip, skipped) = self.side(if sender { Side::Push } else { Side::Pop });
         // SAFETY: `word` is now in `state`, a cell of `seg`, on which we hold
         // the reference taken above; the counter lives as long as `self`,
         // which the caller's handle keeps alive while the entry exists.
-        let counter = if sender {
-            &*self.senders
-        } else {
-            &*self.receivers
-        };
         let reg = unsafe {
             Registration::new(
                 state,
@@ -762,6 +745,15 @@ impl<T> Channel<T> {
         }
     }
 
+    /// A side's index counter, the skip its withdrawn waiters leave, and
+    /// the count of those skips not yet passed.
+    fn side(&self, side: Side) -> (&AtomicU64, usize, &AtomicU64) {
+        match side {
+            Side::Push => (&self.senders, SKIP_SEND, &self.skipped_sends),
+            Side::Pop => (&self.receivers, SKIP_RECV, &self.skipped_recvs),
+        }
+    }
+
     /// Moves the other side's counter past cells this side gave up, when
     /// they are next in its line: called after a waiter withdrew and left a
     /// skip (`SKIP_RECV` after a receiver, `SKIP_SEND` after a sender).
@@ -775,37 +767,32 @@ impl<T> Channel<T> {
     /// its next operation would do on landing there: take the index (a CAS
     /// from the count it read, so any real operation or a close wins) and
     /// settle the skip count. `len` is unchanged; `try_*` see no difference.
-    fn pass_skips(&self, other: Side) {
-        let (counter, ours, skip, skipped) = match other {
-            Side::Push => (
-                &*self.senders,
-                &*self.receivers,
-                SKIP_RECV,
-                &self.skipped_recvs,
-            ),
-            Side::Pop => (
-                &*self.receivers,
-                &*self.senders,
-                SKIP_SEND,
-                &self.skipped_sends,
-            ),
+    fn pass_skips(&self, withdrawn: Side) {
+        let other = match withdrawn {
+            Side::Push => Side::Pop,
+            Side::Pop => Side::Push,
         };
+        let (ours, skip, skipped) = self.side(withdrawn);
+        let (counter, _, _) = self.side(other);
         let guard = epoch::pin();
+        // Relaxed loads: no data is read through them; the CAS on the
+        // counter decides, and the cell is reached through the cursor and
+        // `next` links (Acquire), after any reset of a reused segment.
         loop {
             // The cursor before the count, as an operation loads it before
             // its fetch-and-add: every index taken so far is below the count,
             // so the cursor is at or before the count's segment.
             let start = self.cells.cursor(other, &guard);
-            let i = counter.load(Ordering::Acquire);
+            let i = counter.load(Ordering::Relaxed);
             // Closed (the bit is in `senders`), or our side never took this
             // index (the cell may not exist: `find` must not grow the list).
-            if i & CLOSED_BIT != 0 || i >= count(ours.load(Ordering::Acquire)) {
+            if i & CLOSED_BIT != 0 || i >= count(ours.load(Ordering::Relaxed)) {
                 return;
             }
             let cell = self.cells.find(other, start, i, &guard).cell(i);
             // A skip is final: nobody changes the cell until it is reused,
             // and our pin keeps it from being retired.
-            if cell.state.load(Ordering::Acquire) != skip
+            if cell.state.load(Ordering::Relaxed) != skip
                 || counter
                     .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
                     .is_err()
@@ -1026,14 +1013,15 @@ unsafe fn release_segment<T>(seg: *const ()) {
     unsafe { Segment::release_ref(seg as *const Segment<Cell<T>>) };
 }
 
-/// [`Channel::pass_skips`] for the side opposite a withdrawn entry's.
+/// [`Channel::pass_skips`] after a sender's (`SENDER`) or a receiver's
+/// entry withdrew.
 ///
 /// # Safety
 /// `chan` is a live `Channel<T>`.
 unsafe fn pass_skips<T, const SENDER: bool>(chan: *const ()) {
     // SAFETY: per the contract.
     let chan = unsafe { &*(chan as *const Channel<T>) };
-    chan.pass_skips(if SENDER { Side::Pop } else { Side::Push });
+    chan.pass_skips(if SENDER { Side::Push } else { Side::Pop });
 }
 
 /// The select entry word a [`Mode::Register`] operation must not pair with.

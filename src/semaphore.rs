@@ -26,7 +26,7 @@ use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
 use crate::segment::{Segment, SegmentCell, Segments, Side};
 use crate::segment_chan::{Mode, RecvStop};
-use crate::waiter::{spin_until, Entry, Outcome, Waiter};
+use crate::waiter::{linger, Entry, Outcome, Waiter};
 use crate::Fail;
 use std::ptr;
 
@@ -98,11 +98,9 @@ impl Semaphore {
                 // more threads than cores every permit would wait for its
                 // acquirer's time slice (see `Channel::await_sender`).
                 // Relaxed: a hint; the fetch_sub below decides.
-                let free = || signed(self.permits.load(Ordering::Relaxed)) > 0 || is_closed();
-                // (Not under loom: a delay with no effect on the protocol.)
-                if !cfg!(loom) && !free() {
-                    spin_until(deadline, free);
-                }
+                linger(deadline, || {
+                    signed(self.permits.load(Ordering::Relaxed)) > 0 || is_closed()
+                });
                 (deadline, None)
             }
             Mode::Register { entry, .. } => (None, Some(entry)),

@@ -201,9 +201,10 @@ impl<T> Case for RecvCase<'_, T> {
     }
 
     fn complete(&mut self, closed: bool) {
-        let Flavor::Chan(_) = self.rx.flavor() else {
-            unreachable!("timers are never decided by a partner")
-        };
+        debug_assert!(
+            matches!(self.rx.flavor(), Flavor::Chan(_)),
+            "timers are never decided by a partner"
+        );
         self.result = Some(if closed {
             Err(RecvError)
         } else {
