@@ -297,6 +297,27 @@ impl<C: SegmentCell> Segments<C> {
         seg
     }
 
+    /// The segment holding `index` if the list already reaches it, walking
+    /// from `start` (loaded under `guard` before `index` was read) without
+    /// growing the list or moving a cursor: for a look at a cell whose
+    /// index the caller has not taken.
+    pub(crate) fn peek(
+        &self,
+        start: *const Segment<C>,
+        index: u64,
+        _guard: &Guard,
+    ) -> Option<&Segment<C>> {
+        let target = index / SEGMENT_CELLS as u64;
+        // SAFETY: `start` was reachable when loaded under `guard`.
+        let mut seg = unsafe { &*start };
+        while seg.id < target {
+            let next = seg.next.load(Ordering::Acquire);
+            // SAFETY: linked from a segment we can reach under the guard.
+            seg = unsafe { next.as_ref() }?;
+        }
+        (seg.id == target).then_some(seg)
+    }
+
     /// Calls `f` on the cells of indices `lo..hi` that lie in live segments
     /// (a retired segment's cells need no visit: both sides passed them).
     /// Never grows the list.

@@ -35,7 +35,7 @@ use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
 use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
 use crate::semaphore::Semaphore;
-use crate::waiter::{linger, Entry, Outcome, Waiter};
+use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
 use std::mem::MaybeUninit;
 use std::time::Instant;
@@ -493,9 +493,10 @@ impl<T> Channel<T> {
 
     /// Receives in any mode; a select's receive case registers here.
     pub(crate) fn recv_in(&self, mode: Mode<'_>) -> Result<T, RecvStop> {
-        if let Mode::Park(deadline) = mode {
-            self.await_sender(deadline);
-        }
+        let mut pinned = match mode {
+            Mode::Park(deadline) => self.await_sender(deadline),
+            _ => None,
+        };
         'index: loop {
             if let Mode::Try = mode {
                 // Decide "empty" and "closed and drained" from reads alone.
@@ -516,7 +517,7 @@ impl<T> Channel<T> {
                     }));
                 }
             }
-            let mut guard = epoch::pin();
+            let mut guard = pinned.take().unwrap_or_else(epoch::pin);
             let start = self.cells.cursor(Side::Pop, &guard);
             let r = self.receivers.fetch_add(1, Ordering::Relaxed);
             let seg = self.cells.find(Side::Pop, start, r, &guard);
@@ -619,9 +620,11 @@ impl<T> Channel<T> {
         }
     }
 
-    /// Before a blocking receive takes its index: if no send has started
-    /// beyond the receives, waits a little (spin, then yield; never parks)
-    /// for one, holding no index.
+    /// Before a blocking receive takes its index: if the cell of the next
+    /// receive is still empty, waits a little (spin, then yield; never
+    /// parks) for its sender, holding no index. Returns the pin when it
+    /// did not have to yield, for the receive to go on with (a second pin
+    /// would cost a second fence).
     ///
     /// An index taken on an empty channel belongs to one particular future
     /// send, so receivers that wait in cells are served in the order they
@@ -630,13 +633,46 @@ impl<T> Channel<T> {
     /// measured). A receiver that waits without an index lets whichever
     /// receiver is running take the next message. Read only: the fast
     /// paths are unchanged, and so is the protocol (loom skips the wait).
-    fn await_sender(&self, deadline: Option<Instant>) {
-        // Relaxed: a hint; the fetch-and-add that follows decides.
-        linger(deadline, || {
-            let r = self.receivers.load(Ordering::Relaxed);
-            let s = self.senders.load(Ordering::Relaxed);
-            count(s) > r || s & CLOSED_BIT != 0
-        });
+    fn await_sender(&self, deadline: Option<Instant>) -> Option<epoch::Guard> {
+        if cfg!(loom) {
+            return None;
+        }
+        // Relaxed (all loads here): a hint; the fetch-and-add that follows
+        // decides. Cursor first: it must not be past the index read next.
+        let guard = epoch::pin();
+        let start = self.cells.cursor(Side::Pop, &guard);
+        let r = self.receivers.load(Ordering::Relaxed);
+        // Watch the cell, not `senders`: its sender writes it once anyway,
+        // while a read of `senders` per receive pulls that line away from
+        // the next send's fetch-and-add (measured, one producer and one
+        // consumer on an unbounded channel: 150 ns per message reading
+        // `senders` first, 60 ns without). `closed_at` is written once.
+        let Some(seg) = self.cells.peek(start, r, &guard) else {
+            // The list does not reach the cell yet (an empty channel at a
+            // segment boundary): watch the count instead.
+            drop(guard);
+            linger(deadline, || {
+                let s = self.senders.load(Ordering::Relaxed);
+                count(s) > r || s & CLOSED_BIT != 0
+            });
+            return None;
+        };
+        let state = &seg.cell(r).state;
+        let ready = || {
+            state.load(Ordering::Relaxed) != EMPTY
+                || self.closed_at.load(Ordering::Relaxed) != u64::MAX
+        };
+        if ready() || spin(ready) {
+            return Some(guard);
+        }
+        // Past a brief spin, a reference, not the pin, keeps the segment
+        // alive: a pin held through a time slice would stall reclamation.
+        seg.acquire_ref();
+        drop(guard);
+        yield_until(deadline, ready);
+        // SAFETY: our reference, taken above.
+        unsafe { Segment::release_ref(seg) };
+        None
     }
 
     /// After a receive of a buffered value, or a hand-off to a parked

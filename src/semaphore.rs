@@ -8,8 +8,7 @@
 //! Why not kotlinx's `expandBuffer` (the bound kept inside the cell array):
 //! here a blocked sender waits holding its own message, so close hands it back
 //! by waking the waiter, nothing is ever stranded in a cell, and `try_send`
-//! on a full channel is a single load. The cost is one CAS per send and one
-//! fetch-and-add per receive on `permits`.
+//! on a full channel is two loads.
 //!
 //! The waiter queue is the semaphore of Kotlin's `SemaphoreImpl`: a negative
 //! `permits` counts waiters; an acquirer that finds none takes a cell by
@@ -18,6 +17,20 @@
 //! will be) in it. A waiter that gave up leaves its cell marked skip; the
 //! releaser that lands there simply releases again, which settles the count
 //! the quitter left behind.
+//!
+//! **Lazy returns.** If receivers added their permits to `permits` directly,
+//! that word would be written by both sides on every message and its cache
+//! line would cross between the sender's and the receiver's cores twice per
+//! message (measured: two thirds of a one-producer `bounded(1024)` run's time
+//! went to those two instructions). So a receiver adds its permit to
+//! `returned`, a word only receivers write, and senders move what was
+//! returned into `permits` when they run short (once per `cap` sends when
+//! the receivers keep up). A receiver must not leave a permit there while a
+//! sender waits for one: a waiter announces itself (its fetch-and-add on
+//! `enq`), fences, then collects `returned`; a receiver adds to `returned`,
+//! fences, then checks for announced waiters (`enq != deq`, two words written
+//! only when someone waits) and collects for them. Either the waiter sees the
+//! permit or the receiver sees the waiter (a Dekker pair of SeqCst fences).
 
 use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY};
 use crate::epoch;
@@ -53,11 +66,31 @@ impl SegmentCell for WaitCell {
 const SKIP: usize = cell::SKIP_SEND;
 
 pub(crate) struct Semaphore {
-    /// Free permits; negative: minus the number of waiters.
+    /// Free permits (not counting `returned`); negative: minus the number
+    /// of waiters. Written by senders, and by receivers only while someone
+    /// waits.
     permits: CachePadded<AtomicU64>,
+    /// Permits given back by receivers and not yet moved into `permits`.
+    returned: CachePadded<AtomicU64>,
+    /// A receiver that brings `returned` to this many moves them into
+    /// `permits` itself; 1: every permit goes straight to `permits`.
+    batch: u64,
     enq: CachePadded<AtomicU64>,
     deq: CachePadded<AtomicU64>,
     cells: Segments<WaitCell>,
+}
+
+/// The batch in which receivers hand permits to senders: an eighth of the
+/// capacity, at most 32 (one segment of messages), and 1 (no laziness) for
+/// capacities under 16, where a blocked sender would too often wait out
+/// its spin for permits that are already free. Under loom, 2 from a
+/// capacity of 2, so that small models reach the lazy path.
+fn batch_for(cap: usize) -> u64 {
+    if cfg!(loom) {
+        cap.clamp(1, 2) as u64
+    } else {
+        (cap / 8).clamp(1, 32) as u64
+    }
 }
 
 #[inline]
@@ -69,6 +102,8 @@ impl Semaphore {
     pub(crate) fn new(permits: usize) -> Self {
         Semaphore {
             permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
+            returned: CachePadded::new(AtomicU64::new(0)),
+            batch: batch_for(permits),
             enq: CachePadded::new(AtomicU64::new(0)),
             deq: CachePadded::new(AtomicU64::new(0)),
             cells: Segments::new(),
@@ -79,6 +114,16 @@ impl Semaphore {
     #[inline]
     pub(crate) fn is_exhausted(&self) -> bool {
         signed(self.permits.load(Ordering::Relaxed)) <= 0
+            && self.returned.load(Ordering::Relaxed) == 0
+    }
+
+    /// Whether a permit is free, after collecting the returned ones if
+    /// `permits` has none.
+    #[inline]
+    fn has_free(&self) -> bool {
+        // Relaxed: a hint; the fetch_sub or CAS that follows decides.
+        signed(self.permits.load(Ordering::Relaxed)) > 0
+            || (self.collect_returned() && signed(self.permits.load(Ordering::Relaxed)) > 0)
     }
 
     /// Takes a permit. `is_closed` is re-checked after a waiter is published
@@ -97,16 +142,22 @@ impl Semaphore {
                 // a queued acquirer gets the next permit released, so with
                 // more threads than cores every permit would wait for its
                 // acquirer's time slice (see `Channel::await_sender`).
-                // Relaxed: a hint; the fetch_sub below decides.
-                linger(deadline, || {
-                    signed(self.permits.load(Ordering::Relaxed)) > 0 || is_closed()
-                });
+                // The wait reads only senders' words: receivers hand over
+                // permits in batches (polling `returned` would pull its line
+                // away from every receive). If fewer than a batch come back
+                // meanwhile, the waiter collects them once it has queued.
+                if !self.has_free() {
+                    linger(deadline, || {
+                        signed(self.permits.load(Ordering::Relaxed)) > 0 || is_closed()
+                    });
+                }
                 (deadline, None)
             }
+            // (The select's first pass already tried `try_acquire`.)
             Mode::Register { entry, .. } => (None, Some(entry)),
         };
-        // Acquire: pairs with the Release in `release`, so the receive that
-        // freed this permit happens before our send.
+        // Acquire: pairs with the Release adds into `permits`, so the
+        // receive that freed this permit happens before our send.
         let before = signed(self.permits.fetch_sub(1, Ordering::Acquire));
         if before > 0 {
             return Ok(());
@@ -114,6 +165,11 @@ impl Semaphore {
         let guard = epoch::pin();
         let start = self.cells.cursor(Side::Push, &guard);
         let index = self.enq.fetch_add(1, Ordering::Relaxed);
+        // Announced (`enq`); now collect what receivers returned (Dekker
+        // with `release`: its store to `returned`, its fence, its look at
+        // `enq`). A permit collected may come back to our own cell.
+        fence(Ordering::SeqCst);
+        self.collect_returned();
         let seg = self.cells.find(Side::Push, start, index, &guard);
         let cell = &seg.cell(index).state;
 
@@ -184,6 +240,10 @@ impl Semaphore {
         let mut cur = self.permits.load(Ordering::Relaxed);
         loop {
             if signed(cur) <= 0 {
+                if self.collect_returned() {
+                    cur = self.permits.load(Ordering::Relaxed);
+                    continue;
+                }
                 return Err(if is_closed() {
                     Fail::Closed
                 } else {
@@ -202,48 +262,102 @@ impl Semaphore {
         }
     }
 
-    /// Returns a permit, handing it to a waiter if there is one.
+    /// Returns a permit (a receiver's): lazily, into `returned`, unless
+    /// someone waits or a batch is complete.
     pub(crate) fn release(&self) {
-        'retry: loop {
-            // Release: our receive happens before the send this permit allows.
+        if self.batch == 1 {
+            return self.release_now();
+        }
+        // Release: our receive happens before the send this permit allows
+        // (through the collector's Acquire swap and its Release add).
+        if self.returned.fetch_add(1, Ordering::Release) + 1 >= self.batch {
+            self.collect_returned();
+            return;
+        }
+        // Dekker with `acquire`: our add, then the look for waiters.
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence; both words change only when
+        // someone waits, so on the fast path they are read from our cache.
+        if self.enq.load(Ordering::Relaxed) != self.deq.load(Ordering::Relaxed) {
+            self.collect_returned();
+        }
+    }
+
+    /// Moves the permits in `returned` into `permits`, serving waiters.
+    /// Returns whether there were any.
+    fn collect_returned(&self) -> bool {
+        // Relaxed load: no read-modify-write when nothing was returned.
+        if self.returned.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        // Acquire: the receives that returned these permits happen before
+        // our add below, hence before the sends they allow.
+        let n = self.returned.swap(0, Ordering::Acquire);
+        if n == 0 {
+            return false;
+        }
+        // Release: see above.
+        let before = signed(self.permits.fetch_add(n, Ordering::Release));
+        if before < 0 {
+            // As many waiters as we have permits for, each in the next cell.
+            for _ in 0..before.unsigned_abs().min(n) {
+                if !self.serve_next() {
+                    self.release_now();
+                }
+            }
+        }
+        true
+    }
+
+    /// Returns one permit to `permits` at once (for a permit that a
+    /// skipped cell did not use).
+    fn release_now(&self) {
+        loop {
+            // Release: as in `collect_returned`.
             let before = signed(self.permits.fetch_add(1, Ordering::Release));
-            if before >= 0 {
+            if before >= 0 || self.serve_next() {
                 return;
             }
-            let guard = epoch::pin();
-            let start = self.cells.cursor(Side::Pop, &guard);
-            let index = self.deq.fetch_add(1, Ordering::Relaxed);
-            let cell = &self
-                .cells
-                .find(Side::Pop, start, index, &guard)
-                .cell(index)
-                .state;
-            let mut state = cell.load(Ordering::Acquire);
-            loop {
-                match state {
-                    EMPTY => match cell.compare_exchange(
-                        EMPTY,
-                        BUFFERED,
-                        Ordering::Release,
-                        Ordering::Acquire,
-                    ) {
-                        Ok(_) => return,
-                        Err(s) => state = s,
-                    },
-                    SKIP => continue 'retry,
-                    CLAIMED => state = cell::wait_unclaimed(cell),
-                    word if cell::is_entry(word) => {
-                        match cell::claim_waiter(cell, word, Claimer::Sender, SKIP) {
-                            Claim::Won { waiter, end, .. } => {
-                                cell::finish(cell, end, waiter);
-                                return;
-                            }
-                            Claim::Gone(_) => continue 'retry,
-                            Claim::Moved(s) => state = s,
+        }
+    }
+
+    /// Hands one permit to the waiter of the next cell (or leaves it there
+    /// for a waiter still on its way). False if the waiter gave up: the
+    /// permit is still the caller's.
+    fn serve_next(&self) -> bool {
+        let guard = epoch::pin();
+        let start = self.cells.cursor(Side::Pop, &guard);
+        let index = self.deq.fetch_add(1, Ordering::Relaxed);
+        let cell = &self
+            .cells
+            .find(Side::Pop, start, index, &guard)
+            .cell(index)
+            .state;
+        let mut state = cell.load(Ordering::Acquire);
+        loop {
+            match state {
+                EMPTY => match cell.compare_exchange(
+                    EMPTY,
+                    BUFFERED,
+                    Ordering::Release,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return true,
+                    Err(s) => state = s,
+                },
+                SKIP => return false,
+                CLAIMED => state = cell::wait_unclaimed(cell),
+                word if cell::is_entry(word) => {
+                    match cell::claim_waiter(cell, word, Claimer::Sender, SKIP) {
+                        Claim::Won { waiter, end, .. } => {
+                            cell::finish(cell, end, waiter);
+                            return true;
                         }
+                        Claim::Gone(_) => return false,
+                        Claim::Moved(s) => state = s,
                     }
-                    other => unreachable!("semaphore cell in state {other}"),
                 }
+                other => unreachable!("semaphore cell in state {other}"),
             }
         }
     }

@@ -333,6 +333,28 @@ pub(crate) fn linger(deadline: Option<Instant>, ready: impl Fn() -> bool) {
 /// checks once: spinning adds nothing to a model but interleavings.
 #[inline]
 pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> bool {
+    spin(&done) || yield_until(deadline, done)
+}
+
+/// The first phase of [`spin_until`]: pause-spins a few rounds (a fraction
+/// of a microsecond), checking `done()` after each. Under loom: one check.
+#[inline]
+pub(crate) fn spin(done: impl Fn() -> bool) -> bool {
+    #[cfg(not(loom))]
+    for round in 0..SPIN_ROUNDS {
+        for _ in 0..1u32 << round {
+            std::hint::spin_loop();
+        }
+        if done() {
+            return true;
+        }
+    }
+    done()
+}
+
+/// The second phase of [`spin_until`]: yields until `done()`, for at most
+/// `YIELD_FOR` and never past `deadline`. Under loom: one check.
+pub(crate) fn yield_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> bool {
     #[cfg(loom)]
     {
         let _ = deadline;
@@ -340,14 +362,6 @@ pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> 
     }
     #[cfg(not(loom))]
     {
-        for round in 0..SPIN_ROUNDS {
-            for _ in 0..1u32 << round {
-                std::hint::spin_loop();
-            }
-            if done() {
-                return true;
-            }
-        }
         let start = Instant::now();
         let until = deadline.map_or(start + YIELD_FOR, |d| d.min(start + YIELD_FOR));
         loop {

@@ -1222,6 +1222,40 @@ fn bounded_send_blocks_after_n() {
 }
 
 #[test]
+fn one_receive_frees_one_slot_at_any_capacity() {
+    // Receivers hand permits back to senders in batches on larger channels;
+    // a slot freed by a single receive must still be usable at once by
+    // every kind of send, and `is_full` must not report it taken.
+    for cap in [1usize, 16, 40, 256, 1000] {
+        let (tx, rx) = bounded::<usize>(cap);
+        for i in 0..cap {
+            tx.try_send(i).unwrap();
+        }
+        assert!(tx.is_full());
+        assert_eq!(tx.try_send(cap), Err(TrySendError::Full(cap)));
+        // The receive order: the first `cap` values, then those sent below.
+        let mut order = (0..cap).chain(cap + 1..cap + 4);
+        let mut sent = cap;
+        let mut refill = |how: &str, send: &dyn Fn(usize) -> bool| {
+            assert_eq!(rx.recv(), Ok(order.next().unwrap()), "cap {cap}");
+            assert!(!tx.is_full(), "cap {cap}: full after a receive ({how})");
+            sent += 1;
+            assert!(send(sent), "cap {cap}: {how} failed with a slot free");
+            assert!(tx.is_full(), "cap {cap}");
+        };
+        refill("try_send", &|v| tx.try_send(v).is_ok());
+        refill("send_timeout(0)", &|v| {
+            tx.send_timeout(v, Duration::ZERO).is_ok()
+        });
+        refill("send", &|v| tx.send(v).is_ok());
+        drop(tx);
+        let rest: Vec<usize> = rx.iter().collect();
+        let expected: Vec<usize> = order.collect();
+        assert_eq!(rest, expected, "cap {cap}");
+    }
+}
+
+#[test]
 fn recv_from_empty_blocks() {
     // Go's "receive from empty chan blocks".
     for kind in KINDS {

@@ -388,7 +388,7 @@ fn fairness_two_ready() {
 fn stress_exactly_once() {
     const SENDERS: usize = 4;
     const PER: usize = 5_000;
-    let chans: Vec<_> = [None, Some(0), Some(1), Some(10)]
+    let chans: Vec<_> = [None, Some(0), Some(1), Some(16)]
         .into_iter()
         .map(|c| match c {
             None => unbounded::<usize>(),
@@ -430,6 +430,50 @@ fn stress_exactly_once() {
                 total.fetch_add(1, Ordering::SeqCst);
             });
         }
+    });
+    assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+}
+
+#[test]
+fn stress_select_sends_on_full_bounded_channels() {
+    // Every send case can block: both channels are bounded(32), whose
+    // receivers return permits in batches, so selects register in the
+    // permit queues and are served by single receives as well as batches.
+    const SENDERS: usize = 4;
+    const PER: usize = 5_000;
+    let ((ta, ra), (tb, rb)) = (bounded::<usize>(32), bounded::<usize>(32));
+    let seen: Vec<AtomicUsize> = (0..SENDERS * PER).map(|_| AtomicUsize::new(0)).collect();
+    thread::scope(|s| {
+        for p in 0..SENDERS {
+            let (a, b) = (ta.clone(), tb.clone());
+            s.spawn(move || {
+                for i in 0..PER {
+                    let id = p * PER + i;
+                    select! {
+                        send(a, id) -> r => r.unwrap(),
+                        send(b, id) -> r => r.unwrap(),
+                    }
+                }
+            });
+        }
+        // The channels close when the last sender thread is done.
+        drop((ta, tb));
+        let receivers: Vec<_> = [&ra, &rb, &ra, &rb]
+            .into_iter()
+            .map(|rx| {
+                let (rx, seen) = (rx.clone(), &seen);
+                s.spawn(move || {
+                    let mut n = 0;
+                    for id in rx.iter() {
+                        assert_eq!(seen[id].fetch_add(1, Ordering::Relaxed), 0, "id {id} twice");
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        let got: usize = receivers.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(got, SENDERS * PER);
     });
     assert!(seen.iter().all(|c| c.load(Ordering::Relaxed) == 1));
 }

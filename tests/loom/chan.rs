@@ -165,6 +165,47 @@ fn bounded_full_then_not_full() {
     });
 }
 
+/// Bound 3. bounded(2), whose receiver returns permits lazily (a batch of
+/// 2 under loom): with the channel full, a send blocks, and the one receive
+/// that frees a slot leaves its permit in `returned`, short of a batch. The
+/// waiter announces itself and then collects, the receiver adds and then
+/// looks for waiters: one of them must see the other (a lost wake-up
+/// deadlocks the model).
+#[test]
+fn lazy_permit_reaches_blocked_sender() {
+    model("lazy_permit_reaches_blocked_sender", 3, || {
+        let (tx, rx) = bounded(2);
+        tx.send(0).unwrap();
+        tx.send(1).unwrap();
+        let s = thread::spawn(move || tx.send(2).unwrap());
+        assert_eq!(rx.recv(), Ok(0));
+        s.join().unwrap();
+        assert_eq!(rx.recv(), Ok(1));
+        assert_eq!(rx.recv(), Ok(2));
+    });
+}
+
+/// Bound 3. A permit left in `returned` by a receive in another thread is
+/// found by `try_send` and `is_full` (not reported full with a slot free).
+#[test]
+fn lazy_permit_seen_by_try_send() {
+    model("lazy_permit_seen_by_try_send", 3, || {
+        let (tx, rx) = bounded(2);
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        let r = thread::spawn(move || {
+            assert_eq!(rx.recv(), Ok(1));
+            rx
+        });
+        let rx = r.join().unwrap();
+        assert!(!tx.is_full());
+        assert_eq!(tx.try_send(3), Ok(()));
+        assert!(tx.is_full());
+        assert_eq!(rx.recv(), Ok(2));
+        assert_eq!(rx.recv(), Ok(3));
+    });
+}
+
 /// Bound 2. A sender blocked on a full bounded channel gets its message back
 /// when the receiver side closes.
 #[test]

@@ -201,3 +201,27 @@ fn select_bounded_send_woken_by_recv() {
         assert_eq!(r.join().unwrap(), (1, 2));
     });
 }
+
+/// Bound 3. The same with a lazily returned permit (bounded(2): a batch of
+/// 2 under loom): the one receive that frees a slot must reach the select
+/// registered in the permit queue, though its permit is short of a batch.
+#[test]
+fn select_bounded_send_gets_lazy_permit() {
+    model("select_bounded_send_gets_lazy_permit", 3, || {
+        let (tx, rx) = bounded(2);
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        let (_keep, idle) = unbounded::<i32>();
+        let r = thread::spawn(move || {
+            assert_eq!(rx.recv(), Ok(1));
+            rx
+        });
+        select! {
+            send(tx, 3) -> res => res.unwrap(),
+            recv(idle) -> _ => unreachable!(),
+        }
+        let rx = r.join().unwrap();
+        assert_eq!(rx.recv(), Ok(2));
+        assert_eq!(rx.recv(), Ok(3));
+    });
+}
