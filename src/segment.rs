@@ -32,11 +32,49 @@ pub(crate) const SEGMENT_CELLS: usize = if cfg!(loom) { 2 } else { 32 };
 const SPARES: usize = if cfg!(loom) { 1 } else { 4 };
 
 /// Segments allocated and not yet freed, across all lists (for tests that
-/// check memory stays bounded). A plain std atomic: not part of any protocol.
-static LIVE_SEGMENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// check memory stays bounded): plain std atomics, not part of any protocol.
+/// Sharded by thread: one global counter, updated by every channel creation
+/// and drop on every thread, took half the time of creating channels on
+/// several threads at once (measured: 310 against 150 ns per channel).
+mod live {
+    use crossbeam_utils::CachePadded;
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+
+    const SHARDS: usize = 16;
+    static COUNTS: [CachePadded<AtomicIsize>; SHARDS] =
+        [const { CachePadded::new(AtomicIsize::new(0)) }; SHARDS];
+    static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+    std::thread_local! {
+        static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+    }
+
+    /// Adds `n` (negative: frees) to this thread's shard.
+    pub(super) fn add(n: isize) {
+        let shard = SHARD
+            .try_with(|s| {
+                if s.get() == usize::MAX {
+                    s.set(NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS);
+                }
+                s.get()
+            })
+            .unwrap_or(0);
+        COUNTS[shard].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The sum of the shards (exact when no segment is being allocated or
+    /// freed meanwhile).
+    pub(crate) fn total() -> usize {
+        COUNTS
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .sum::<isize>() as usize
+    }
+}
 
 pub(crate) fn live_segments() -> usize {
-    LIVE_SEGMENTS.load(Ordering::Relaxed)
+    live::total()
 }
 
 /// Where index `i` of a segment lives in its cell array: neighbouring
@@ -81,7 +119,7 @@ impl<C: SegmentCell> Segment<C> {
     /// Allocates on the heap directly: a segment of large `T` must never be
     /// built on the stack (crossbeam-channel 0.5.14's overflow).
     fn alloc(id: u64) -> *mut Segment<C> {
-        LIVE_SEGMENTS.fetch_add(1, Ordering::Relaxed);
+        live::add(1);
         let mut boxed = Box::<Segment<C>>::new_uninit();
         let p = boxed.as_mut_ptr();
         // SAFETY: `p` points to uninitialised, unshared memory of the right
@@ -164,7 +202,7 @@ impl<C: SegmentCell> Segment<C> {
 
 impl<C> Drop for Segment<C> {
     fn drop(&mut self) {
-        LIVE_SEGMENTS.fetch_sub(1, Ordering::Relaxed);
+        live::add(-1);
     }
 }
 
@@ -451,6 +489,66 @@ impl<C> Drop for Segments<C> {
             let next = unsafe { (*p).next.load(Ordering::Relaxed) };
             drop(unsafe { Box::from_raw(p) });
             p = next;
+        }
+    }
+}
+
+/// A list allocated on first use: a bounded channel's permit waiters need
+/// one only once a sender has to wait, and two allocations fewer per
+/// channel matter to programs that make channels by the million.
+pub(crate) struct LazySegments<C> {
+    list: AtomicPtr<Segments<C>>,
+}
+
+impl<C: SegmentCell> LazySegments<C> {
+    pub(crate) fn new() -> Self {
+        LazySegments {
+            list: AtomicPtr::new(ptr::null_mut()),
+        }
+    }
+
+    /// The list, if anyone has needed it yet.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<&Segments<C>> {
+        // Acquire: the installer's initialisation happens before our reads.
+        // SAFETY: a non-null pointer is a list installed below, owned by
+        // `self` until drop.
+        unsafe { self.list.load(Ordering::Acquire).as_ref() }
+    }
+
+    /// The list, allocated now if nobody has yet.
+    pub(crate) fn get_or_init(&self) -> &Segments<C> {
+        if let Some(list) = self.get() {
+            return list;
+        }
+        let fresh = Box::into_raw(Box::new(Segments::new()));
+        // Release publishes the new list; Acquire on failure reads the
+        // winner's.
+        match self.list.compare_exchange(
+            ptr::null_mut(),
+            fresh,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            // SAFETY: installed; owned by `self` until drop.
+            Ok(_) => unsafe { &*fresh },
+            Err(winner) => {
+                // SAFETY: `fresh` was never shared.
+                drop(unsafe { Box::from_raw(fresh) });
+                // SAFETY: `winner` is installed; owned by `self` until drop.
+                unsafe { &*winner }
+            }
+        }
+    }
+}
+
+impl<C> Drop for LazySegments<C> {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, no other thread can reach the list.
+        let list = self.list.load(Ordering::Relaxed);
+        if !list.is_null() {
+            // SAFETY: installed by `get_or_init` from a Box, owned by us.
+            drop(unsafe { Box::from_raw(list) });
         }
     }
 }

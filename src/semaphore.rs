@@ -37,7 +37,7 @@ use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
-use crate::segment::{Segment, SegmentCell, Segments, Side};
+use crate::segment::{LazySegments, Segment, SegmentCell, Side};
 use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{linger, Entry, Outcome, Waiter};
 use crate::Fail;
@@ -77,7 +77,8 @@ pub(crate) struct Semaphore {
     batch: u64,
     enq: CachePadded<AtomicU64>,
     deq: CachePadded<AtomicU64>,
-    cells: Segments<WaitCell>,
+    /// The waiter queue, allocated when the first sender has to wait.
+    cells: LazySegments<WaitCell>,
 }
 
 /// The batch in which receivers hand permits to senders: an eighth of the
@@ -106,7 +107,7 @@ impl Semaphore {
             batch: batch_for(permits),
             enq: CachePadded::new(AtomicU64::new(0)),
             deq: CachePadded::new(AtomicU64::new(0)),
-            cells: Segments::new(),
+            cells: LazySegments::new(),
         }
     }
 
@@ -162,15 +163,16 @@ impl Semaphore {
         if before > 0 {
             return Ok(());
         }
+        let cells = self.cells.get_or_init();
         let guard = epoch::pin();
-        let start = self.cells.cursor(Side::Push, &guard);
+        let start = cells.cursor(Side::Push, &guard);
         let index = self.enq.fetch_add(1, Ordering::Relaxed);
         // Announced (`enq`); now collect what receivers returned (Dekker
         // with `release`: its store to `returned`, its fence, its look at
         // `enq`). A permit collected may come back to our own cell.
         fence(Ordering::SeqCst);
         self.collect_returned();
-        let seg = self.cells.find(Side::Push, start, index, &guard);
+        let seg = cells.find(Side::Push, start, index, &guard);
         let cell = &seg.cell(index).state;
 
         let waiter = Waiter::new();
@@ -325,11 +327,12 @@ impl Semaphore {
     /// for a waiter still on its way). False if the waiter gave up: the
     /// permit is still the caller's.
     fn serve_next(&self) -> bool {
+        // (The waiter this permit is for may not have made the list yet.)
+        let cells = self.cells.get_or_init();
         let guard = epoch::pin();
-        let start = self.cells.cursor(Side::Pop, &guard);
+        let start = cells.cursor(Side::Pop, &guard);
         let index = self.deq.fetch_add(1, Ordering::Relaxed);
-        let cell = &self
-            .cells
+        let cell = &cells
             .find(Side::Pop, start, index, &guard)
             .cell(index)
             .state;
@@ -365,10 +368,15 @@ impl Semaphore {
     /// Wakes every parked acquirer with `Closed`. Called once, after the
     /// channel's closed bit is set and a SeqCst fence.
     pub(crate) fn close_waiters(&self) {
+        // No list: no waiter had published before the caller's fence, and
+        // any later one sees the closed bit after its own fence.
+        let Some(cells) = self.cells.get() else {
+            return;
+        };
         let guard = epoch::pin();
         let lo = self.deq.load(Ordering::Relaxed);
         let hi = self.enq.load(Ordering::Relaxed);
-        self.cells.visit(lo, hi, &guard, |cell| {
+        cells.visit(lo, hi, &guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
             if cell::is_entry(word) {
                 cell::close_entry(&cell.state, word, SKIP);
