@@ -23,14 +23,17 @@
 //! line would cross between the sender's and the receiver's cores twice per
 //! message (measured: two thirds of a one-producer `bounded(1024)` run's time
 //! went to those two instructions). So a receiver adds its permit to
-//! `returned`, a word only receivers write, and senders move what was
-//! returned into `permits` when they run short (once per `cap` sends when
-//! the receivers keep up). A receiver must not leave a permit there while a
-//! sender waits for one: a waiter announces itself (its fetch-and-add on
-//! `enq`), fences, then collects `returned`; a receiver adds to `returned`,
-//! fences, then checks for announced waiters (`enq != deq`, two words written
-//! only when someone waits) and collects for them. Either the waiter sees the
-//! permit or the receiver sees the waiter (a Dekker pair of SeqCst fences).
+//! `returned`, a word only receivers write on the fast path, and moves a
+//! batch into `permits` when one is complete; senders that run short collect
+//! whatever is there. A receiver must not leave a permit there while a
+//! sender waits for one, so `returned` also counts waiters' announcements
+//! (its high bits): a waiter announces itself with a fetch-and-add on it and
+//! collects any permits that add finds; a receiver's own fetch-and-add finds
+//! any announcement made before it and collects for the waiter. Both are
+//! read-modify-writes of one word, so one of them comes second and sees the
+//! other: no fence. The announcements are cleared by a collector that finds
+//! every queued waiter served (`enq == deq`), with a CAS that fails if
+//! anyone announced since it looked.
 
 use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY};
 use crate::epoch;
@@ -70,7 +73,9 @@ pub(crate) struct Semaphore {
     /// of waiters. Written by senders, and by receivers only while someone
     /// waits.
     permits: CachePadded<AtomicU64>,
-    /// Permits given back by receivers and not yet moved into `permits`.
+    /// Low `COUNT_BITS`: permits given back by receivers and not yet moved
+    /// into `permits`; above: waiters' announcements since the last clear
+    /// (non-zero: a receiver must collect at once).
     returned: CachePadded<AtomicU64>,
     /// A receiver that brings `returned` to this many moves them into
     /// `permits` itself; 1: every permit goes straight to `permits`.
@@ -94,6 +99,14 @@ fn batch_for(cap: usize) -> u64 {
     }
 }
 
+/// The permit count's share of `returned`: at most a batch plus one per
+/// concurrent receiver is ever there.
+const COUNT_BITS: u32 = 20;
+const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
+/// One announcement. They wrap after 2^44 announcements with no clear in
+/// between (months of uninterrupted waiting at one per microsecond).
+const ANNOUNCED: u64 = 1 << COUNT_BITS;
+
 #[inline]
 fn signed(v: u64) -> i64 {
     v as i64
@@ -115,7 +128,7 @@ impl Semaphore {
     #[inline]
     pub(crate) fn is_exhausted(&self) -> bool {
         signed(self.permits.load(Ordering::Relaxed)) <= 0
-            && self.returned.load(Ordering::Relaxed) == 0
+            && self.returned.load(Ordering::Relaxed) & COUNT_MASK == 0
     }
 
     /// Whether a permit is free, after collecting the returned ones if
@@ -167,11 +180,14 @@ impl Semaphore {
         let guard = epoch::pin();
         let start = cells.cursor(Side::Push, &guard);
         let index = self.enq.fetch_add(1, Ordering::Relaxed);
-        // Announced (`enq`); now collect what receivers returned (Dekker
-        // with `release`: its store to `returned`, its fence, its look at
-        // `enq`). A permit collected may come back to our own cell.
-        fence(Ordering::SeqCst);
-        self.collect_returned();
+        // Queued (`enq`); now announce, and collect what receivers returned
+        // before the announcement (those after it see it and collect for
+        // us). A permit collected may come back to our own cell. Release:
+        // a clearer that reads the announcement sees our `enq`.
+        let before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
+        if before & COUNT_MASK != 0 {
+            self.collect_returned();
+        }
         let seg = cells.find(Side::Push, start, index, &guard);
         let cell = &seg.cell(index).state;
 
@@ -264,37 +280,32 @@ impl Semaphore {
         }
     }
 
-    /// Returns a permit (a receiver's): lazily, into `returned`, unless
-    /// someone waits or a batch is complete.
+    /// Returns a permit (a receiver's): lazily, into `returned`, unless a
+    /// batch is complete or a waiter has announced itself.
     pub(crate) fn release(&self) {
         if self.batch == 1 {
             return self.release_now();
         }
         // Release: our receive happens before the send this permit allows
-        // (through the collector's Acquire swap and its Release add).
-        if self.returned.fetch_add(1, Ordering::Release) + 1 >= self.batch {
-            self.collect_returned();
-            return;
-        }
-        // Dekker with `acquire`: our add, then the look for waiters.
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence; both words change only when
-        // someone waits, so on the fast path they are read from our cache.
-        if self.enq.load(Ordering::Relaxed) != self.deq.load(Ordering::Relaxed) {
+        // (through the collector's Acquire and its Release add).
+        let before = self.returned.fetch_add(1, Ordering::Release);
+        if before & !COUNT_MASK != 0 || (before & COUNT_MASK) + 1 >= self.batch {
             self.collect_returned();
         }
     }
 
-    /// Moves the permits in `returned` into `permits`, serving waiters.
-    /// Returns whether there were any.
+    /// Moves the permits in `returned` into `permits`, serving waiters, and
+    /// clears the announcements if no queued waiter is left unserved.
+    /// Returns whether there were permits.
     fn collect_returned(&self) -> bool {
-        // Relaxed load: no read-modify-write when nothing was returned.
-        if self.returned.load(Ordering::Relaxed) == 0 {
+        // Relaxed load: no read-modify-write when nothing was returned (a
+        // failing `try_send` stays read-only).
+        if self.returned.load(Ordering::Relaxed) & COUNT_MASK == 0 {
             return false;
         }
         // Acquire: the receives that returned these permits happen before
         // our add below, hence before the sends they allow.
-        let n = self.returned.swap(0, Ordering::Acquire);
+        let n = self.returned.fetch_and(!COUNT_MASK, Ordering::Acquire) & COUNT_MASK;
         if n == 0 {
             return false;
         }
@@ -308,7 +319,31 @@ impl Semaphore {
                 }
             }
         }
+        // (Every receive while announcements stand comes here with a
+        // permit, so the first one after the last waiter clears them.)
+        self.clear_announcements();
         true
+    }
+
+    /// Resets the announcements once every queued waiter's cell has been
+    /// visited by a releaser, so receivers go back to batching.
+    fn clear_announcements(&self) {
+        // Acquire: an announcement we read comes with its waiter's `enq`.
+        let word = self.returned.load(Ordering::Acquire);
+        if word & !COUNT_MASK == 0 {
+            return;
+        }
+        // Relaxed: the CAS below fails if anyone announced after `word`;
+        // a waiter queued before announcing shows in `enq` (Acquire above).
+        if self.enq.load(Ordering::Relaxed) != self.deq.load(Ordering::Relaxed) {
+            return;
+        }
+        let _ = self.returned.compare_exchange(
+            word,
+            word & COUNT_MASK,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 
     /// Returns one permit to `permits` at once (for a permit that a

@@ -1256,6 +1256,41 @@ fn one_receive_frees_one_slot_at_any_capacity() {
 }
 
 #[test]
+fn each_receive_frees_a_blocked_sender() {
+    // Several senders blocked on a full channel whose receivers return
+    // permits in batches: k receives must let exactly k of them through,
+    // with no further receive (a permit left behind would strand one).
+    for cap in [16usize, 64] {
+        let (tx, rx) = bounded::<usize>(cap);
+        for i in 0..cap {
+            tx.send(i).unwrap();
+        }
+        let (done_tx, done_rx) = unbounded();
+        let blocked = 3;
+        for i in 0..blocked {
+            let (tx, done_tx) = (tx.clone(), done_tx.clone());
+            thread::spawn(move || {
+                tx.send(cap + i).unwrap();
+                done_tx.send(i).unwrap();
+            });
+        }
+        thread::sleep(SETTLE);
+        assert!(
+            done_rx.try_recv().is_err(),
+            "cap {cap}: a send passed a full channel"
+        );
+        for k in 0..blocked {
+            assert_eq!(rx.recv(), Ok(k));
+            assert!(
+                done_rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+                "cap {cap}: receive {k} freed no blocked sender"
+            );
+        }
+        assert!(done_rx.try_recv().is_err());
+    }
+}
+
+#[test]
 fn recv_from_empty_blocks() {
     // Go's "receive from empty chan blocks".
     for kind in KINDS {

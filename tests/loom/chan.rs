@@ -168,9 +168,9 @@ fn bounded_full_then_not_full() {
 /// Bound 3. bounded(2), whose receiver returns permits lazily (a batch of
 /// 2 under loom): with the channel full, a send blocks, and the one receive
 /// that frees a slot leaves its permit in `returned`, short of a batch. The
-/// waiter announces itself and then collects, the receiver adds and then
-/// looks for waiters: one of them must see the other (a lost wake-up
-/// deadlocks the model).
+/// waiter announces itself in `returned` and collects what its add found;
+/// the receiver's add finds the announcement and collects: one of them must
+/// see the other (a lost wake-up deadlocks the model).
 #[test]
 fn lazy_permit_reaches_blocked_sender() {
     model("lazy_permit_reaches_blocked_sender", 3, || {
@@ -182,6 +182,39 @@ fn lazy_permit_reaches_blocked_sender() {
         s.join().unwrap();
         assert_eq!(rx.recv(), Ok(1));
         assert_eq!(rx.recv(), Ok(2));
+    });
+}
+
+/// Bound 1. Two senders on a full bounded(2) (lazy returns, a batch of 2
+/// under loom): two receives free two slots, so both sends must complete
+/// with no further receive, whichever of them queued and in whatever order
+/// they announced. (At bound 1 loom never queues both senders at once, the
+/// case where a clear of the announcements that skipped its `enq == deq`
+/// check would strand the second: `tests/channel.rs`
+/// `each_receive_frees_a_blocked_sender` catches that mutant with real
+/// threads; bound 2 takes 2.5 million iterations, three minutes.)
+#[test]
+fn lazy_permits_reach_two_blocked_senders() {
+    model("lazy_permits_reach_two_blocked_senders", 1, || {
+        let (tx, rx) = bounded(2);
+        tx.send(0).unwrap();
+        tx.send(1).unwrap();
+        let senders: Vec<_> = [2, 3]
+            .into_iter()
+            .map(|v| {
+                let tx = tx.clone();
+                thread::spawn(move || tx.send(v).unwrap())
+            })
+            .collect();
+        drop(tx);
+        assert_eq!(rx.recv(), Ok(0));
+        assert_eq!(rx.recv(), Ok(1));
+        for s in senders {
+            s.join().unwrap();
+        }
+        let mut rest = [rx.recv().unwrap(), rx.recv().unwrap()];
+        rest.sort_unstable();
+        assert_eq!(rest, [2, 3]);
     });
 }
 
