@@ -284,7 +284,7 @@ impl Semaphore {
     /// batch is complete or a waiter has announced itself.
     pub(crate) fn release(&self) {
         if self.batch == 1 {
-            return self.release_now();
+            return self.give(1);
         }
         // Release: our receive happens before the send this permit allows
         // (through the collector's Acquire and its Release add).
@@ -305,23 +305,17 @@ impl Semaphore {
         }
         // Acquire: the receives that returned these permits happen before
         // our add below, hence before the sends they allow.
-        let n = self.returned.fetch_and(!COUNT_MASK, Ordering::Acquire) & COUNT_MASK;
+        let word = self.returned.fetch_and(!COUNT_MASK, Ordering::Acquire);
+        let n = word & COUNT_MASK;
         if n == 0 {
             return false;
         }
-        // Release: see above.
-        let before = signed(self.permits.fetch_add(n, Ordering::Release));
-        if before < 0 {
-            // As many waiters as we have permits for, each in the next cell.
-            for _ in 0..before.unsigned_abs().min(n) {
-                if !self.serve_next() {
-                    self.release_now();
-                }
-            }
-        }
+        self.give(n);
         // (Every receive while announcements stand comes here with a
         // permit, so the first one after the last waiter clears them.)
-        self.clear_announcements();
+        if word & !COUNT_MASK != 0 {
+            self.clear_announcements();
+        }
         true
     }
 
@@ -346,15 +340,18 @@ impl Semaphore {
         );
     }
 
-    /// Returns one permit to `permits` at once (for a permit that a
-    /// skipped cell did not use).
-    fn release_now(&self) {
-        loop {
-            // Release: as in `collect_returned`.
-            let before = signed(self.permits.fetch_add(1, Ordering::Release));
-            if before >= 0 || self.serve_next() {
+    /// Adds `n` permits to `permits`, handing one to each waiter they owe
+    /// (in the queue's next cells); those a waiter gave up go in again.
+    fn give(&self, mut n: u64) {
+        while n > 0 {
+            // Release: our permits' receives happen before the sends they
+            // allow.
+            let before = signed(self.permits.fetch_add(n, Ordering::Release));
+            if before >= 0 {
                 return;
             }
+            let owed = before.unsigned_abs().min(n);
+            n = (0..owed).filter(|_| !self.serve_next()).count() as u64;
         }
     }
 

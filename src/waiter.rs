@@ -333,6 +333,9 @@ pub(crate) fn linger(deadline: Option<Instant>, ready: impl Fn() -> bool) {
 /// checks once: spinning adds nothing to a model but interleavings.
 #[inline]
 pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> bool {
+    if cfg!(loom) {
+        return done();
+    }
     spin(&done) || yield_until(deadline, done)
 }
 
@@ -340,16 +343,19 @@ pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> 
 /// of a microsecond), checking `done()` after each. Under loom: one check.
 #[inline]
 pub(crate) fn spin(done: impl Fn() -> bool) -> bool {
-    #[cfg(not(loom))]
-    for round in 0..SPIN_ROUNDS {
-        for _ in 0..1u32 << round {
-            std::hint::spin_loop();
-        }
-        if done() {
-            return true;
-        }
+    #[cfg(loom)]
+    {
+        done()
     }
-    done()
+    #[cfg(not(loom))]
+    {
+        (0..SPIN_ROUNDS).any(|round| {
+            for _ in 0..1u32 << round {
+                std::hint::spin_loop();
+            }
+            done()
+        })
+    }
 }
 
 /// The second phase of [`spin_until`]: yields until `done()`, for at most

@@ -27,6 +27,15 @@ fn chan<T>(kind: Option<usize>) -> (Sender<T>, Receiver<T>) {
     }
 }
 
+/// `bounded(cap)` holding `0..cap`: full.
+fn full(cap: usize) -> (Sender<usize>, Receiver<usize>) {
+    let (tx, rx) = bounded(cap);
+    for i in 0..cap {
+        tx.send(i).unwrap();
+    }
+    (tx, rx)
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
@@ -214,10 +223,7 @@ fn len_exact_after_timed_out_recvs() {
 #[test]
 fn len_exact_after_timed_out_sends() {
     for cap in [1usize, 3] {
-        let (tx, rx) = bounded(cap);
-        for i in 0..cap {
-            tx.send(i).unwrap();
-        }
+        let (tx, rx) = full(cap);
         for _ in 0..5 {
             assert_eq!(
                 tx.send_timeout(99, ms(1)),
@@ -476,10 +482,7 @@ fn recv_timeout_gets_late_message() {
 #[test]
 fn send_timeout_times_out() {
     for cap in [0usize, 1, 5] {
-        let (tx, rx) = bounded::<usize>(cap);
-        for i in 0..cap {
-            tx.send(i).unwrap();
-        }
+        let (tx, rx) = full(cap);
         let start = Instant::now();
         let err = tx.send_timeout(77, ms(30)).unwrap_err();
         assert!(start.elapsed() >= ms(30));
@@ -497,10 +500,7 @@ fn send_timeout_times_out() {
 #[test]
 fn send_timeout_succeeds_when_room_appears() {
     for cap in [0usize, 1, 5] {
-        let (tx, rx) = bounded::<usize>(cap);
-        for i in 0..cap {
-            tx.send(i).unwrap();
-        }
+        let (tx, rx) = full(cap);
         let h = thread::spawn(move || {
             thread::sleep(SETTLE);
             let v: Vec<usize> = (0..=cap).map(|_| rx.recv().unwrap()).collect();
@@ -990,10 +990,7 @@ fn blocked_sender_gets_message_back_on_close() {
 #[test]
 fn many_blocked_senders_all_get_messages_back() {
     for cap in [0usize, 2] {
-        let (tx, rx) = bounded::<usize>(cap);
-        for i in 0..cap {
-            tx.send(i).unwrap();
-        }
+        let (tx, rx) = full(cap);
         let hs: Vec<_> = (0..6)
             .map(|i| {
                 let tx = tx.clone();
@@ -1261,10 +1258,7 @@ fn each_receive_frees_a_blocked_sender() {
     // permits in batches: k receives must let exactly k of them through,
     // with no further receive (a permit left behind would strand one).
     for cap in [16usize, 64] {
-        let (tx, rx) = bounded::<usize>(cap);
-        for i in 0..cap {
-            tx.send(i).unwrap();
-        }
+        let (tx, rx) = full(cap);
         let (done_tx, done_rx) = unbounded();
         let blocked = 3;
         for i in 0..blocked {

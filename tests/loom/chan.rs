@@ -9,7 +9,9 @@ use crate::model;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use scalechan::{bounded, unbounded, RecvTimeoutError, SendTimeoutError, TryRecvError};
+use scalechan::{
+    bounded, unbounded, Receiver, RecvTimeoutError, SendTimeoutError, Sender, TryRecvError,
+};
 use std::time::Duration;
 
 /// Counts drops, so the models can check "dropped exactly once".
@@ -165,6 +167,15 @@ fn bounded_full_then_not_full() {
     });
 }
 
+/// `bounded(cap)` holding `0..cap`: full.
+fn full(cap: usize) -> (Sender<i32>, Receiver<i32>) {
+    let (tx, rx) = bounded(cap);
+    for i in 0..cap as i32 {
+        tx.send(i).unwrap();
+    }
+    (tx, rx)
+}
+
 /// Bound 3. bounded(2), whose receiver returns permits lazily (a batch of
 /// 2 under loom): with the channel full, a send blocks, and the one receive
 /// that frees a slot leaves its permit in `returned`, short of a batch. The
@@ -174,9 +185,7 @@ fn bounded_full_then_not_full() {
 #[test]
 fn lazy_permit_reaches_blocked_sender() {
     model("lazy_permit_reaches_blocked_sender", 3, || {
-        let (tx, rx) = bounded(2);
-        tx.send(0).unwrap();
-        tx.send(1).unwrap();
+        let (tx, rx) = full(2);
         let s = thread::spawn(move || tx.send(2).unwrap());
         assert_eq!(rx.recv(), Ok(0));
         s.join().unwrap();
@@ -196,9 +205,7 @@ fn lazy_permit_reaches_blocked_sender() {
 #[test]
 fn lazy_permits_reach_two_blocked_senders() {
     model("lazy_permits_reach_two_blocked_senders", 1, || {
-        let (tx, rx) = bounded(2);
-        tx.send(0).unwrap();
-        tx.send(1).unwrap();
+        let (tx, rx) = full(2);
         let senders: Vec<_> = [2, 3]
             .into_iter()
             .map(|v| {
@@ -223,19 +230,17 @@ fn lazy_permits_reach_two_blocked_senders() {
 #[test]
 fn lazy_permit_seen_by_try_send() {
     model("lazy_permit_seen_by_try_send", 3, || {
-        let (tx, rx) = bounded(2);
-        tx.send(1).unwrap();
-        tx.send(2).unwrap();
+        let (tx, rx) = full(2);
         let r = thread::spawn(move || {
-            assert_eq!(rx.recv(), Ok(1));
+            assert_eq!(rx.recv(), Ok(0));
             rx
         });
         let rx = r.join().unwrap();
         assert!(!tx.is_full());
-        assert_eq!(tx.try_send(3), Ok(()));
+        assert_eq!(tx.try_send(2), Ok(()));
         assert!(tx.is_full());
+        assert_eq!(rx.recv(), Ok(1));
         assert_eq!(rx.recv(), Ok(2));
-        assert_eq!(rx.recv(), Ok(3));
     });
 }
 
