@@ -17,6 +17,11 @@
 //! A partner landing on a `SKIP_*` cell abandons its index and takes a new
 //! one; the skip counters keep `len()` exact.
 //!
+//! A semaphore cell holds no value: `BUFFERED` is a permit left before its
+//! waiter came, `SKIP_SEND` a waiter that gave up owing its permit (the
+//! releaser landing there pays it), and `WITHDRAWN` one that gave up and
+//! took its debt back (passed for free).
+//!
 //! A select with both a send and a receive case on one rendezvous channel
 //! cannot take an index on each side when the two counters are equal: both
 //! would land in the same cell, where the select would meet itself. It
@@ -44,6 +49,10 @@ pub(crate) const CLAIMED: usize = 3;
 pub(crate) const SKIP_SEND: usize = 4;
 /// The receive side of this index gave up: the sender skips the cell.
 pub(crate) const SKIP_RECV: usize = 5;
+/// A semaphore waiter gave up and took its debt back out of the permit
+/// count: nobody is owed this cell, and a releaser passes it without
+/// spending its permit (see `semaphore.rs`).
+pub(crate) const WITHDRAWN: usize = 6;
 
 /// Tag bit on an entry pointer published by a sender.
 pub(crate) const SENDER_TAG: usize = 1;
@@ -233,9 +242,14 @@ pub(crate) struct Registration {
     index: u64,
     segment: *const (),
     release: unsafe fn(*const ()),
-    /// Called with its pointer after the entry left a skip in the cell
-    /// (not after a give-back): the channel's `pass_skips`.
+    /// Called with its pointer after the entry left a cell the other side
+    /// may pass (a skip; for a semaphore waiter, `WITHDRAWN`), not after a
+    /// give-back: the channel's `pass_skips`, the semaphore's
+    /// `pass_withdrawn`.
     after_skip: Option<Callback>,
+    /// A semaphore waiter's permit count, in which its debt (one unit below
+    /// zero) stands; null for a channel cell.
+    debt: *const AtomicU64,
 }
 
 /// A function and the pointer it is called with.
@@ -266,7 +280,25 @@ impl Registration {
             segment,
             release,
             after_skip: None,
+            debt: std::ptr::null(),
         }
+    }
+
+    /// The same registration for a semaphore waiter that owes one unit of
+    /// `permits`: cancelling it takes the debt back when no releaser has
+    /// counted on it yet, and then hands the index back to the waiter
+    /// queue's `enq` if `give_back` names it (see [`Registration::cancel`]).
+    ///
+    /// # Safety
+    /// `permits` and the counter of `give_back` outlive the registration.
+    pub(crate) unsafe fn owing(
+        mut self,
+        permits: &AtomicU64,
+        give_back: Option<(&AtomicU64, u64)>,
+    ) -> Self {
+        self.debt = permits;
+        (self.taken_from, self.index) = give_back.map_or((std::ptr::null(), 0), |(c, i)| (c, i));
+        self
     }
 
     /// The same registration, and a cancel that leaves a skip calls
@@ -327,6 +359,9 @@ impl Registration {
     /// took the same index from the other side then finds it empty and
     /// proceeds normally; the next operation on our side takes the index.
     pub(crate) fn cancel(self) {
+        if !self.debt.is_null() {
+            return self.cancel_debt();
+        }
         if !self.taken_from.is_null() && claim(self.state(), self.word).is_ok() {
             // SAFETY: per `new`, the counter outlives the registration.
             let counter = unsafe { &*self.taken_from };
@@ -359,6 +394,72 @@ impl Registration {
         }
         // SAFETY: per `new`; the entry has left the cell.
         unsafe { (self.release)(self.segment) };
+        self.call_after_skip();
+    }
+
+    /// [`Registration::cancel`] for a semaphore waiter (see [`owing`]).
+    ///
+    /// A skipped semaphore cell carries its waiter's debt: the releaser
+    /// that lands there pays it with its permit (and releases again), so
+    /// nobody else may pass it, and while nobody releases (a full channel
+    /// whose receiver is stuck, senders timing out in a loop) such cells
+    /// would pile up. So the waiter first takes its debt back: holding its
+    /// cell (`CLAIMED`), it adds one to `permits` by CAS, only while they
+    /// are negative. Negative means some debt is not yet counted on by a
+    /// releaser (a releaser's fetch-and-add decides how many cells it
+    /// serves before it takes any), so one fewer cell needs serving, and
+    /// any debt will do: releasers serve cells in order and pass the
+    /// withdrawn ones without counting them. Then, as on a channel, the
+    /// index goes back if it is still the last one taken (the cell is left
+    /// `EMPTY`); otherwise the cell is left `WITHDRAWN`, which anyone may
+    /// pass. With no debt to take back (every waiter is already counted
+    /// on), the cell is left a skip for the releaser on its way.
+    ///
+    /// [`owing`]: Registration::owing
+    fn cancel_debt(self) {
+        if claim(self.state(), self.word).is_err() {
+            // A releaser or closer holds the cell; having lost the waiter,
+            // it leaves a skip (and a releaser pays the debt with it).
+            withdraw(self.state(), self.word, self.skip);
+            // SAFETY: per `new`; the entry has left the cell.
+            return unsafe { (self.release)(self.segment) };
+        }
+        // SAFETY: per `owing`.
+        let (permits, enq) = unsafe { (&*self.debt, self.taken_from.as_ref()) };
+        // Relaxed: nothing is published through the count; a read-modify-
+        // write keeps the release sequences of the receivers' adds intact.
+        let took_back = permits
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |p| {
+                ((p as i64) < 0).then_some(p.wrapping_add(1))
+            })
+            .is_ok();
+        let end = if !took_back {
+            self.skip
+        } else if enq.is_some_and(|enq| {
+            enq.compare_exchange(
+                self.index + 1,
+                self.index,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        }) {
+            EMPTY
+        } else {
+            WITHDRAWN
+        };
+        // Release: pairs with the Acquire of whoever waits on CLAIMED (a
+        // releaser that took this index, or the acquirer that takes it
+        // again after a give-back).
+        self.state().store(end, Ordering::Release);
+        // SAFETY: per `new`; the entry has left the cell.
+        unsafe { (self.release)(self.segment) };
+        if end == WITHDRAWN {
+            self.call_after_skip();
+        }
+    }
+
+    fn call_after_skip(&self) {
         if let Some((owner, f)) = self.after_skip {
             // SAFETY: per `after_skip`.
             unsafe { f(owner) };

@@ -28,6 +28,16 @@ use std::ptr;
 /// Cells per segment. Small under loom so models cross segment boundaries.
 pub(crate) const SEGMENT_CELLS: usize = if cfg!(loom) { 2 } else { 32 };
 
+/// Whether an operation that took `index` may hand it back (move its side's
+/// counter from `index + 1` to `index`) when it withdraws: never the last
+/// index of a segment, since a later index on the same side may have moved
+/// the side's cursor into the next segment, and the counter must not fall
+/// back behind the cursor (walks start at the cursor and only go forward).
+#[inline]
+pub(crate) fn may_give_back(index: u64) -> bool {
+    (index + 1) % SEGMENT_CELLS as u64 != 0
+}
+
 /// Spare segments kept per list for reuse.
 const SPARES: usize = if cfg!(loom) { 1 } else { 4 };
 

@@ -33,7 +33,7 @@ use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, CachePadded, SpinLoad};
-use crate::segment::{Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
+use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
@@ -717,10 +717,7 @@ impl<T> Channel<T> {
                 word,
                 skip,
                 Some(skipped),
-                // Never the last index of a segment: a later index on our
-                // side may have moved the side's cursor into the next
-                // segment, and the counter must not fall back behind it.
-                ((index + 1) % SEGMENT_CELLS as u64 != 0).then_some((counter, index)),
+                may_give_back(index).then_some((counter, index)),
                 seg as *const Segment<Cell<T>> as *const (),
                 release_segment::<T>,
             )

@@ -14,9 +14,19 @@
 //! `permits` counts waiters; an acquirer that finds none takes a cell by
 //! fetch-and-add on `enq` and parks there; a releaser that finds waiters takes
 //! a cell by fetch-and-add on `deq` and hands its permit to whoever is (or
-//! will be) in it. A waiter that gave up leaves its cell marked skip; the
-//! releaser that lands there simply releases again, which settles the count
-//! the quitter left behind.
+//! will be) in it.
+//!
+//! **Giving up.** A waiter that gives up (a timeout, a select's other case)
+//! takes its debt back out of `permits` if they are still negative (no
+//! releaser has counted on it yet), then hands its index back to `enq` if
+//! it is still the last one taken (the cell is left `EMPTY`), or leaves the
+//! cell `WITHDRAWN`, which releasers and the quitter itself pass without
+//! paying (`pass_withdrawn`). Only if every debt is already counted on does
+//! it leave a skip, which the releaser on its way pays by releasing again.
+//! Without this, senders timing out on a full channel that nobody drains
+//! would leave a trail of skipped cells (one segment per 32 attempts) for
+//! the next release to walk. See `Registration::cancel` for why any debt
+//! may be taken back.
 //!
 //! **Lazy returns.** If receivers added their permits to `permits` directly,
 //! that word would be written by both sides on every message and its cache
@@ -35,19 +45,20 @@
 //! every queued waiter served (`enq == deq`), with a CAS that fails if
 //! anyone announced since it looked.
 
-use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY};
+use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
-use crate::segment::{LazySegments, Segment, SegmentCell, Side};
+use crate::segment::{may_give_back, LazySegments, Segment, SegmentCell, Side};
 use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{linger, Entry, Outcome, Waiter};
 use crate::Fail;
 use std::ptr;
 
-/// A semaphore cell holds only a state (`BUFFERED` means "a permit was left
-/// here before its waiter arrived"; `SKIP_SEND` means "the waiter gave up").
+/// A semaphore cell holds only a state (`BUFFERED`: a permit was left here
+/// before its waiter arrived; `SKIP_SEND`: the waiter gave up still owing
+/// its permit; `WITHDRAWN`: it gave up and took its debt back).
 pub(crate) struct WaitCell {
     state: AtomicUsize,
     // Keeps the layout of a cell; no payload.
@@ -201,12 +212,16 @@ impl Semaphore {
         let word = cell::entry_word(entry, false);
         seg.acquire_ref();
         // Release publishes the entry; Acquire on failure reads the permit.
-        if let Err(state) = cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
+        while let Err(state) =
+            cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
         {
-            debug_assert_eq!(
-                state, BUFFERED,
-                "a semaphore cell can only hold a left permit"
-            );
+            if state == CLAIMED {
+                // The index's last holder is giving it back (see
+                // `Registration::cancel`): it leaves the cell EMPTY.
+                cell::wait_unclaimed(cell);
+                continue;
+            }
+            debug_assert_eq!(state, BUFFERED, "a semaphore cell holds a left permit");
             cell.store(DONE, Ordering::Relaxed);
             // SAFETY: we took the reference above and do not touch `seg` again.
             unsafe { Segment::release_ref(seg) };
@@ -214,8 +229,10 @@ impl Semaphore {
         }
         drop(guard);
         // SAFETY: `word` is in `cell`, a cell of `seg`, on which we hold the
-        // reference taken above. No skip counter: the releaser that lands on
-        // a skipped cell settles the permit count itself.
+        // reference taken above; `permits` and `enq` are ours, and we
+        // outlive every registration (the channel does). No skip counter:
+        // the releaser that lands on a skipped cell settles the permit
+        // count itself.
         let reg = unsafe {
             Registration::new(
                 cell,
@@ -226,6 +243,11 @@ impl Semaphore {
                 seg as *const Segment<WaitCell> as *const (),
                 release_segment,
             )
+            .owing(
+                &self.permits,
+                may_give_back(index).then_some((&self.enq, index)),
+            )
+            .after_skip(self as *const Semaphore as *const (), pass_withdrawn)
         };
         // Dekker with `close_waiters`: our entry store, then the closed check.
         fence(Ordering::SeqCst);
@@ -356,43 +378,82 @@ impl Semaphore {
     }
 
     /// Hands one permit to the waiter of the next cell (or leaves it there
-    /// for a waiter still on its way). False if the waiter gave up: the
-    /// permit is still the caller's.
+    /// for a waiter still on its way), passing cells whose waiters took
+    /// their debts back. False if the waiter gave up without taking its
+    /// debt back: the permit is still the caller's.
     fn serve_next(&self) -> bool {
         // (The waiter this permit is for may not have made the list yet.)
         let cells = self.cells.get_or_init();
         let guard = epoch::pin();
-        let start = cells.cursor(Side::Pop, &guard);
-        let index = self.deq.fetch_add(1, Ordering::Relaxed);
-        let cell = &cells
-            .find(Side::Pop, start, index, &guard)
-            .cell(index)
-            .state;
-        let mut state = cell.load(Ordering::Acquire);
-        loop {
-            match state {
-                EMPTY => match cell.compare_exchange(
-                    EMPTY,
-                    BUFFERED,
-                    Ordering::Release,
-                    Ordering::Acquire,
-                ) {
-                    Ok(_) => return true,
-                    Err(s) => state = s,
-                },
-                SKIP => return false,
-                CLAIMED => state = cell::wait_unclaimed(cell),
-                word if cell::is_entry(word) => {
-                    match cell::claim_waiter(cell, word, Claimer::Sender, SKIP) {
-                        Claim::Won { waiter, end, .. } => {
-                            cell::finish(cell, end, waiter);
-                            return true;
+        'index: loop {
+            let start = cells.cursor(Side::Pop, &guard);
+            let index = self.deq.fetch_add(1, Ordering::Relaxed);
+            let cell = &cells
+                .find(Side::Pop, start, index, &guard)
+                .cell(index)
+                .state;
+            let mut state = cell.load(Ordering::Acquire);
+            loop {
+                match state {
+                    EMPTY => match cell.compare_exchange(
+                        EMPTY,
+                        BUFFERED,
+                        Ordering::Release,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => return true,
+                        Err(s) => state = s,
+                    },
+                    SKIP => return false,
+                    // Owed nothing: our permit is for a later cell.
+                    WITHDRAWN => continue 'index,
+                    CLAIMED => state = cell::wait_unclaimed(cell),
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(cell, word, Claimer::Sender, SKIP) {
+                            Claim::Won { waiter, end, .. } => {
+                                cell::finish(cell, end, waiter);
+                                return true;
+                            }
+                            Claim::Gone(_) => return false,
+                            Claim::Moved(s) => state = s,
                         }
-                        Claim::Gone(_) => return false,
-                        Claim::Moved(s) => state = s,
                     }
+                    other => unreachable!("semaphore cell in state {other}"),
                 }
-                other => unreachable!("semaphore cell in state {other}"),
+            }
+        }
+    }
+
+    /// Moves `deq` past the withdrawn cells at the head of the queue, as the
+    /// releaser that would land on them next would: while nobody releases
+    /// (a full channel whose receiver is stuck), waiters that give up out
+    /// of order would otherwise leave a trail of segments behind the head.
+    /// A releaser's fetch-and-add or another passer wins any race for an
+    /// index (the CAS fails), and passing a withdrawn cell settles nothing.
+    fn pass_withdrawn(&self) {
+        let Some(cells) = self.cells.get() else {
+            return;
+        };
+        let guard = epoch::pin();
+        // Relaxed: no data is read through these; the CAS on `deq` decides,
+        // and a withdrawn cell stays so until its segment is reused, which
+        // our pin prevents.
+        loop {
+            // The cursor before the count, as a releaser loads them: the
+            // cursor is then at or before the count's segment.
+            let start = cells.cursor(Side::Pop, &guard);
+            let i = self.deq.load(Ordering::Relaxed);
+            if i >= self.enq.load(Ordering::Relaxed) {
+                return;
+            }
+            let cell = &cells.find(Side::Pop, start, i, &guard).cell(i).state;
+            if cell.load(Ordering::Relaxed) != WITHDRAWN
+                || self
+                    .deq
+                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                return;
             }
         }
     }
@@ -415,6 +476,15 @@ impl Semaphore {
             }
         });
     }
+}
+
+/// A semaphore waiter's cancel left its cell withdrawn: pass what can be.
+///
+/// # Safety
+/// `sem` points to a live `Semaphore`.
+unsafe fn pass_withdrawn(sem: *const ()) {
+    // SAFETY: per the contract.
+    unsafe { &*(sem as *const Semaphore) }.pass_withdrawn();
 }
 
 /// The segment reference a [`Registration`] in a semaphore cell drops.

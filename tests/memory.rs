@@ -9,6 +9,7 @@ use scalechan::{bounded, unbounded};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
+use std::time::Duration;
 
 /// Counts allocations (and reallocations) while `COUNTING` is set.
 struct Counting;
@@ -274,6 +275,62 @@ fn quiet_channel_selects(threads: usize, rounds: usize) -> usize {
     live.saturating_sub(base)
 }
 
+/// Senders that give up on a full `bounded(1)` that nobody drains: `threads`
+/// threads looping on `send_timeout`, out of order with each other, then a
+/// select loop whose send case times out; with `blocked`, a sender blocked
+/// for good at the head of the permit queue all along. Every attempt queues
+/// for a permit and withdraws. Returns the live segments (over the start)
+/// while the channel is still alive; then checks that the channel still
+/// counts its capacity right.
+fn stuck_full_channel_timeouts(threads: usize, rounds: usize, blocked: bool) -> usize {
+    let base = scalechan::__private::live_segments();
+    let (tx, rx) = bounded::<u64>(1);
+    tx.send(0).unwrap();
+    let live = thread::scope(|s| {
+        let head = blocked.then(|| {
+            let tx = tx.clone();
+            let h = s.spawn(move || tx.send(9).unwrap());
+            // (It queues within its 50 us pre-wait; the senders below
+            // time out behind it either way.)
+            thread::sleep(Duration::from_millis(1));
+            h
+        });
+        let loops: Vec<_> = (0..threads)
+            .map(|_| {
+                let tx = tx.clone();
+                s.spawn(move || {
+                    for _ in 0..rounds {
+                        assert!(tx.send_timeout(1, Duration::from_micros(1)).is_err());
+                    }
+                })
+            })
+            .collect();
+        for h in loops {
+            h.join().unwrap();
+        }
+        for _ in 0..rounds / 4 {
+            scalechan::select! {
+                send(tx, 1) -> _ => panic!("the channel is full"),
+                default(Duration::from_micros(1)) => {}
+            }
+        }
+        let live = scalechan::__private::live_segments();
+        assert_eq!(rx.recv(), Ok(0));
+        if let Some(h) = head {
+            h.join().unwrap();
+            assert_eq!(rx.recv(), Ok(9));
+        }
+        live
+    });
+    // Exactly one slot again: the withdrawn debts left no permit behind and
+    // took none away.
+    assert_eq!(tx.try_send(2), Ok(()));
+    assert!(tx.try_send(3).is_err());
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert!(rx.try_recv().is_err());
+    live.saturating_sub(base)
+}
+
 #[test]
 fn memory() {
     let mut report = Vec::new();
@@ -326,6 +383,29 @@ fn memory() {
         failures.push(format!(
             "{live} segments live after {rounds} rounds of selects on a quiet channel (limit 64)"
         ));
+    }
+
+    // (d) senders that give up on a full channel nobody drains leave no
+    // trail of permit-queue segments either.
+    let rounds = if cfg!(miri) { 100 } else { 20_000 };
+    // Behind a sender blocked for good at the head of the queue, waiters
+    // that give up out of order still leave withdrawn cells that only a
+    // release passes (docs/DESIGN.md, "Memory"): reported, not bounded.
+    for (threads, blocked) in [(1, false), (4, false), (2, true)] {
+        let live = stuck_full_channel_timeouts(threads, rounds, blocked);
+        let what = format!(
+            "{threads} send_timeout loops{} on a full channel, {rounds} rounds",
+            if blocked {
+                " behind a blocked sender"
+            } else {
+                ""
+            }
+        );
+        report.push(format!("{what}: {live} live segments"));
+        // Without withdrawals, one segment per 32 attempts: 625 per loop.
+        if !blocked && live >= 64 {
+            failures.push(format!("{what}: {live} live segments (limit 64)"));
+        }
     }
 
     eprintln!("{}", report.join("\n"));

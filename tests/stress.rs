@@ -362,6 +362,14 @@ fn timed_out_operations_leave_channel_consistent() {
                 tx.try_send(0).unwrap_err().is_full(),
                 "{kind:?}: extra permit"
             );
+            // A permit left in the waiter queue is seen only by a sender
+            // that queues.
+            if cap > 0 {
+                assert!(
+                    tx.send_timeout(0, Duration::from_millis(1)).is_err(),
+                    "{kind:?}: extra permit in the waiter queue"
+                );
+            }
             assert_eq!(rx.len(), cap);
         }
         let left = rx.try_iter().count();

@@ -437,3 +437,91 @@ fn pass_skips_races_send() {
         assert_eq!(rx.try_recv(), Ok(6));
     });
 }
+
+/// Takes what is left in a channel of capacity 1, then checks that it
+/// counts exactly one free slot: a waiter's withdrawn debt left no permit
+/// behind and took none away.
+fn drain_and_check_one_slot(tx: &Sender<i32>, rx: &Receiver<i32>) -> Vec<i32> {
+    let left: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert_eq!(tx.try_send(10), Ok(()));
+    assert_eq!(tx.try_send(11), Err(scalechan::TrySendError::Full(11)));
+    // A permit left in a queue cell (seen only by a sender that queues)
+    // would let this one through.
+    assert_eq!(
+        tx.send_timeout(12, Duration::from_millis(1)),
+        Err(SendTimeoutError::Timeout(12))
+    );
+    assert_eq!(rx.try_recv(), Ok(10));
+    left
+}
+
+/// Bound 3. A sender queued for a permit of a full bounded(1) times out
+/// while the receive that frees a permit races it: the waiter takes its
+/// debt back out of the permit count (only while the count is negative,
+/// i.e. no releaser has counted on it) and hands its index back, or
+/// leaves a skip that the releaser pays. Its message is received exactly
+/// when the send reports success, and the channel then has exactly one
+/// free slot.
+#[test]
+fn timed_out_sender_takes_its_debt_back() {
+    model("timed_out_sender_takes_its_debt_back", 3, || {
+        let (tx, rx) = full(1);
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send_timeout(1, Duration::from_millis(1)).is_ok());
+        assert_eq!(rx.recv(), Ok(0));
+        let sent = s.join().unwrap();
+        let left = drain_and_check_one_slot(&tx, &rx);
+        assert_eq!(left, if sent { vec![1] } else { vec![] });
+    });
+}
+
+/// Bound 2. Two senders queue on a full bounded(1), one for good and one
+/// with a timeout, so the one that gives up may not be the last in the
+/// queue (it leaves its cell `WITHDRAWN`, passed by the receive's permit or
+/// by itself when at the head) or may sit at index 1, a segment's last
+/// under loom (never handed back). Two receives free two permits: the
+/// blocked send completes, the timed one completes exactly when it says
+/// so, and the channel then has exactly one free slot.
+#[test]
+fn withdrawn_sender_passed_by_releaser() {
+    model("withdrawn_sender_passed_by_releaser", 2, || {
+        let (tx, rx) = full(1);
+        let tx1 = tx.clone();
+        let blocked = thread::spawn(move || tx1.send(1).unwrap());
+        let tx2 = tx.clone();
+        let timed = thread::spawn(move || tx2.send_timeout(2, Duration::from_millis(1)).is_ok());
+        assert_eq!(rx.recv(), Ok(0));
+        let mut got = vec![rx.recv().unwrap()];
+        blocked.join().unwrap();
+        let sent = timed.join().unwrap();
+        if !got.contains(&1) {
+            got.push(rx.recv().unwrap());
+        }
+        got.extend(drain_and_check_one_slot(&tx, &rx));
+        got.sort_unstable();
+        assert_eq!(got, if sent { vec![1, 2] } else { vec![1] });
+    });
+}
+
+/// Bound 3. Two senders time out on a full bounded(1) that nobody drains:
+/// one may hand index 0 back while the other takes it (and must wait while
+/// the cell is held, not read it as a permit). Both time out, and the
+/// channel still has exactly its one message and no free slot.
+#[test]
+fn timed_out_senders_hand_an_index_over() {
+    model("timed_out_senders_hand_an_index_over", 3, || {
+        let (tx, rx) = full(1);
+        let senders: Vec<_> = [1, 2]
+            .into_iter()
+            .map(|v| {
+                let tx = tx.clone();
+                thread::spawn(move || tx.send_timeout(v, Duration::from_millis(1)))
+            })
+            .collect();
+        for (s, v) in senders.into_iter().zip([1, 2]) {
+            assert_eq!(s.join().unwrap(), Err(SendTimeoutError::Timeout(v)));
+        }
+        assert_eq!(rx.try_recv(), Ok(0));
+        assert_eq!(drain_and_check_one_slot(&tx, &rx), Vec::<i32>::new());
+    });
+}

@@ -225,3 +225,33 @@ fn select_bounded_send_gets_lazy_permit() {
         assert_eq!(rx.recv(), Ok(3));
     });
 }
+
+/// Bound 2. A select's send case queued for a permit of a full bounded(1)
+/// loses to its receive case (a message from another thread) while a
+/// receive frees a permit: the cancelled send case takes its debt back or
+/// leaves a skip for the releaser. Its value is sent exactly when the
+/// select chose it, and the channel then has exactly one free slot.
+#[test]
+fn select_send_case_takes_its_debt_back() {
+    model("select_send_case_takes_its_debt_back", 2, || {
+        let (tx, rx) = bounded(1);
+        tx.send(0).unwrap();
+        let (other_tx, other) = unbounded::<i32>();
+        let o = thread::spawn(move || other_tx.send(7).unwrap());
+        let r = thread::spawn(move || {
+            assert_eq!(rx.recv(), Ok(0));
+            rx
+        });
+        let sent = select! {
+            send(tx, 1) -> res => { res.unwrap(); true },
+            recv(other) -> m => { assert_eq!(m, Ok(7)); false },
+        };
+        o.join().unwrap();
+        let rx = r.join().unwrap();
+        let left: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(left, if sent { vec![1] } else { vec![] });
+        assert_eq!(tx.try_send(2), Ok(()));
+        assert!(tx.try_send(3).is_err());
+        assert!(tx.send_timeout(4, Duration::from_millis(1)).is_err());
+    });
+}
