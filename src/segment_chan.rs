@@ -113,9 +113,10 @@ pub(crate) struct Channel<T> {
     /// Send indices given up (a receive landing on them skips them) less
     /// those already skipped; keeps `len()` exact. Touched only on the
     /// cancellation and skip paths.
-    skipped_sends: CachePadded<AtomicU64>,
+    /// (Not padded: written only when operations give up.)
+    skipped_sends: AtomicU64,
     /// The same for receive indices.
-    skipped_recvs: CachePadded<AtomicU64>,
+    skipped_recvs: AtomicU64,
     cells: Segments<Cell<T>>,
     kind: Kind,
 }
@@ -205,8 +206,8 @@ impl<T> Channel<T> {
             senders: CachePadded::new(AtomicU64::new(0)),
             receivers: CachePadded::new(AtomicU64::new(0)),
             closed_at: AtomicU64::new(u64::MAX),
-            skipped_sends: CachePadded::new(AtomicU64::new(0)),
-            skipped_recvs: CachePadded::new(AtomicU64::new(0)),
+            skipped_sends: AtomicU64::new(0),
+            skipped_recvs: AtomicU64::new(0),
             cells: Segments::new(),
             kind,
         }

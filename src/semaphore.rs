@@ -91,8 +91,10 @@ pub(crate) struct Semaphore {
     /// A receiver that brings `returned` to this many moves them into
     /// `permits` itself; 1: every permit goes straight to `permits`.
     batch: u64,
-    enq: CachePadded<AtomicU64>,
-    deq: CachePadded<AtomicU64>,
+    /// The waiter queue's counters (not padded: written only by senders
+    /// that wait and by receivers that serve them).
+    enq: AtomicU64,
+    deq: AtomicU64,
     /// The waiter queue, allocated when the first sender has to wait.
     cells: LazySegments<WaitCell>,
 }
@@ -129,8 +131,8 @@ impl Semaphore {
             permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
             returned: CachePadded::new(AtomicU64::new(0)),
             batch: batch_for(permits),
-            enq: CachePadded::new(AtomicU64::new(0)),
-            deq: CachePadded::new(AtomicU64::new(0)),
+            enq: AtomicU64::new(0),
+            deq: AtomicU64::new(0),
             cells: LazySegments::new(),
         }
     }
