@@ -20,7 +20,7 @@
 
 use crate::epoch::{self, Deferred, Guard};
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::Arc;
 use crate::loom::CachePadded;
 use std::ptr;
@@ -364,6 +364,48 @@ impl<C: SegmentCell> Segments<C> {
             seg = unsafe { next.as_ref() }?;
         }
         (seg.id == target).then_some(seg)
+    }
+
+    /// Moves `counter`, the index counter of `side`, past the cells at its
+    /// head that `passable` accepts, as that side's next operations would
+    /// on landing there, calling `passed()` after each: a withdrawer clears
+    /// the trail it would otherwise leave for a side that may never come.
+    /// Stops at the first index that `taken` says the other side has not
+    /// taken (its cell may not exist, and the walk must not grow the list
+    /// past what operations asked for), at a cell not passable, or when the
+    /// CAS fails: any real operation (or a close) wins the index.
+    pub(crate) fn pass_head(
+        &self,
+        side: Side,
+        counter: &AtomicU64,
+        taken: impl Fn(u64) -> bool,
+        passable: impl Fn(&C) -> bool,
+        mut passed: impl FnMut(),
+    ) {
+        let guard = epoch::pin();
+        // Relaxed loads: no data is read through them; the CAS on the
+        // counter decides, and the cell is reached through the cursor and
+        // `next` links (Acquire), after any reset of a reused segment.
+        loop {
+            // The cursor before the count, as an operation loads them: every
+            // index taken so far is below the count, so the cursor is at or
+            // before the count's segment.
+            let start = self.cursor(side, &guard);
+            let i = counter.load(Ordering::Relaxed);
+            if !taken(i) {
+                return;
+            }
+            // A passable cell stays so until its segment is reused, which
+            // our pin prevents.
+            if !passable(self.find(side, start, i, &guard).cell(i))
+                || counter
+                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_err()
+            {
+                return;
+            }
+            passed();
+        }
     }
 
     /// Calls `f` on the cells of indices `lo..hi` that lie in live segments

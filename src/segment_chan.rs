@@ -808,33 +808,14 @@ impl<T> Channel<T> {
         };
         let (ours, skip, skipped) = self.side(withdrawn);
         let (counter, _, _) = self.side(other);
-        let guard = epoch::pin();
-        // Relaxed loads: no data is read through them; the CAS on the
-        // counter decides, and the cell is reached through the cursor and
-        // `next` links (Acquire), after any reset of a reused segment.
-        loop {
-            // The cursor before the count, as an operation loads it before
-            // its fetch-and-add: every index taken so far is below the count,
-            // so the cursor is at or before the count's segment.
-            let start = self.cells.cursor(other, &guard);
-            let i = counter.load(Ordering::Relaxed);
-            // Closed (the bit is in `senders`), or our side never took this
-            // index (the cell may not exist: `find` must not grow the list).
-            if i & CLOSED_BIT != 0 || i >= count(ours.load(Ordering::Relaxed)) {
-                return;
-            }
-            let cell = self.cells.find(other, start, i, &guard).cell(i);
-            // A skip is final: nobody changes the cell until it is reused,
-            // and our pin keeps it from being retired.
-            if cell.state.load(Ordering::Relaxed) != skip
-                || counter
-                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-            {
-                return;
-            }
-            self.land_on_skip(skipped);
-        }
+        self.cells.pass_head(
+            other,
+            counter,
+            // Not closed (the bit is in `senders`), and taken on our side.
+            |i| i & CLOSED_BIT == 0 && i < count(ours.load(Ordering::Relaxed)),
+            |cell| cell.state.load(Ordering::Relaxed) == skip,
+            || self.land_on_skip(skipped),
+        );
     }
 
     /// A partner gave up this index before we arrived: settle the count.

@@ -436,28 +436,13 @@ impl Semaphore {
         let Some(cells) = self.cells.get() else {
             return;
         };
-        let guard = epoch::pin();
-        // Relaxed: no data is read through these; the CAS on `deq` decides,
-        // and a withdrawn cell stays so until its segment is reused, which
-        // our pin prevents.
-        loop {
-            // The cursor before the count, as a releaser loads them: the
-            // cursor is then at or before the count's segment.
-            let start = cells.cursor(Side::Pop, &guard);
-            let i = self.deq.load(Ordering::Relaxed);
-            if i >= self.enq.load(Ordering::Relaxed) {
-                return;
-            }
-            let cell = &cells.find(Side::Pop, start, i, &guard).cell(i).state;
-            if cell.load(Ordering::Relaxed) != WITHDRAWN
-                || self
-                    .deq
-                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-            {
-                return;
-            }
-        }
+        cells.pass_head(
+            Side::Pop,
+            &self.deq,
+            |i| i < self.enq.load(Ordering::Relaxed),
+            |cell| cell.state.load(Ordering::Relaxed) == WITHDRAWN,
+            || {},
+        );
     }
 
     /// Wakes every parked acquirer with `Closed`. Called once, after the

@@ -5,13 +5,11 @@
 //! A timed wait under loom never sleeps: it yields once and reports a
 //! timeout, i.e. the timeout fires at whatever point the scheduler picks.
 
-use crate::model;
+use crate::{drain_and_check_one_slot, full, model};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use scalechan::{
-    bounded, unbounded, Receiver, RecvTimeoutError, SendTimeoutError, Sender, TryRecvError,
-};
+use scalechan::{bounded, unbounded, RecvTimeoutError, SendTimeoutError, TryRecvError};
 use std::time::Duration;
 
 /// Counts drops, so the models can check "dropped exactly once".
@@ -165,15 +163,6 @@ fn bounded_full_then_not_full() {
         assert_eq!(rx.recv(), Ok(2));
         s.join().unwrap();
     });
-}
-
-/// `bounded(cap)` holding `0..cap`: full.
-fn full(cap: usize) -> (Sender<i32>, Receiver<i32>) {
-    let (tx, rx) = bounded(cap);
-    for i in 0..cap as i32 {
-        tx.send(i).unwrap();
-    }
-    (tx, rx)
 }
 
 /// Bound 3. bounded(2), whose receiver returns permits lazily (a batch of
@@ -436,23 +425,6 @@ fn pass_skips_races_send() {
         tx.send(6).unwrap();
         assert_eq!(rx.try_recv(), Ok(6));
     });
-}
-
-/// Takes what is left in a channel of capacity 1, then checks that it
-/// counts exactly one free slot: a waiter's withdrawn debt left no permit
-/// behind and took none away.
-fn drain_and_check_one_slot(tx: &Sender<i32>, rx: &Receiver<i32>) -> Vec<i32> {
-    let left: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-    assert_eq!(tx.try_send(10), Ok(()));
-    assert_eq!(tx.try_send(11), Err(scalechan::TrySendError::Full(11)));
-    // A permit left in a queue cell (seen only by a sender that queues)
-    // would let this one through.
-    assert_eq!(
-        tx.send_timeout(12, Duration::from_millis(1)),
-        Err(SendTimeoutError::Timeout(12))
-    );
-    assert_eq!(rx.try_recv(), Ok(10));
-    left
 }
 
 /// Bound 3. A sender queued for a permit of a full bounded(1) times out

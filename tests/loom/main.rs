@@ -6,7 +6,9 @@ mod lscq;
 mod scq;
 mod select;
 
+use scalechan::{bounded, Receiver, SendTimeoutError, Sender, TrySendError};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 use std::time::Instant;
 
 /// Runs `f` under loom with preemption bound `bound`, then runs the epoch
@@ -29,4 +31,30 @@ pub(crate) fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'stat
         iterations.load(Ordering::Relaxed),
         start.elapsed()
     );
+}
+
+/// `bounded(cap)` holding `0..cap`: full.
+pub(crate) fn full(cap: usize) -> (Sender<i32>, Receiver<i32>) {
+    let (tx, rx) = bounded(cap);
+    for i in 0..cap as i32 {
+        tx.send(i).unwrap();
+    }
+    (tx, rx)
+}
+
+/// Takes what is left in a channel of capacity 1, then checks that it
+/// counts exactly one free slot: a waiter's withdrawn debt left no permit
+/// behind and took none away.
+pub(crate) fn drain_and_check_one_slot(tx: &Sender<i32>, rx: &Receiver<i32>) -> Vec<i32> {
+    let left: Vec<i32> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    assert_eq!(tx.try_send(10), Ok(()));
+    assert_eq!(tx.try_send(11), Err(TrySendError::Full(11)));
+    // A permit left in a queue cell (seen only by a sender that queues)
+    // would let this one through.
+    assert_eq!(
+        tx.send_timeout(12, Duration::from_millis(1)),
+        Err(SendTimeoutError::Timeout(12))
+    );
+    assert_eq!(rx.try_recv(), Ok(10));
+    left
 }
