@@ -317,13 +317,6 @@ impl Registration {
         self
     }
 
-    /// The same registration, but cancelling it never hands its index back
-    /// (the cell's other index is taken too, by the same select).
-    pub(crate) fn keeping_index(mut self) -> Self {
-        self.taken_from = std::ptr::null();
-        self
-    }
-
     fn state(&self) -> &AtomicUsize {
         // SAFETY: our segment reference keeps the cell alive.
         unsafe { &*self.state }
@@ -358,6 +351,8 @@ impl Registration {
     /// and leave the cell `EMPTY`, as if we had never come. A partner that
     /// took the same index from the other side then finds it empty and
     /// proceeds normally; the next operation on our side takes the index.
+    /// (Not on a rendezvous channel, whose select duplexes need counters
+    /// that never move back: see `Channel::publish`.)
     pub(crate) fn cancel(self) {
         if !self.debt.is_null() {
             return self.cancel_debt();

@@ -709,6 +709,15 @@ impl<T> Channel<T> {
         }
         drop(guard);
         let (counter, skip, skipped) = self.side(if sender { Side::Push } else { Side::Pop });
+        // A rendezvous channel never hands an index back: a select's duplex
+        // entry waits in the cell both counters point at, taking neither
+        // index, and counts on the next operation of either side reaching
+        // it. A give-back on each side below it moves both counters back,
+        // and the next receive parks below the duplex with no sender ever
+        // coming (loom: `duplex_stays_reachable_after_timeouts`). There the
+        // withdrawn waiters' skips are passed instead (`pass_skips`), which
+        // only moves counters forward.
+        let give_back = may_give_back(index) && !matches!(self.kind, Kind::Rendezvous);
         // SAFETY: `word` is now in `state`, a cell of `seg`, on which we hold
         // the reference taken above; the counter lives as long as `self`,
         // which the caller's handle keeps alive while the entry exists.
@@ -718,7 +727,7 @@ impl<T> Channel<T> {
                 word,
                 skip,
                 Some(skipped),
-                may_give_back(index).then_some((counter, index)),
+                give_back.then_some((counter, index)),
                 seg as *const Segment<Cell<T>> as *const (),
                 release_segment::<T>,
             )
@@ -845,6 +854,16 @@ impl<T> Channel<T> {
             if regs.duplex.is_some() || (regs.recv.is_some() && regs.send.is_some()) {
                 return PairStop::Registered;
             }
+            // The send cursor before the counts, as an operation loads it
+            // before its fetch-and-add: a duplex's walk to its cell must
+            // start at or before the cell's segment. (Loaded after the
+            // counts, the cursor could already be a segment past them, and
+            // `find` would return that segment: the duplex would land a
+            // whole segment ahead, where no operation reaches it for a
+            // long time. Seen as two selects parked for good in
+            // `matching_with_leftover`, duplexes at 40 and 52, counters 34.)
+            let mut guard = Some(epoch::pin());
+            let start = self.cells.cursor(Side::Push, guard.as_ref().unwrap());
             let s = self.senders.load(Ordering::Acquire);
             if s & CLOSED_BIT != 0 {
                 // The send case is ready: it fails.
@@ -852,20 +871,23 @@ impl<T> Channel<T> {
             }
             let r = self.receivers.load(Ordering::Acquire);
             let register_recv = match (regs.recv.is_some(), regs.send.is_some()) {
-                (false, false) if count(s) == r => match self.place_duplex(pair, r) {
-                    Ok(Some(reg)) => {
-                        regs.duplex = Some(reg);
-                        continue;
+                (false, false) if count(s) == r => {
+                    match self.place_duplex(pair, r, start, guard.take().unwrap()) {
+                        Ok(Some(reg)) => {
+                            regs.duplex = Some(reg);
+                            continue;
+                        }
+                        Ok(None) => continue,
+                        // The cell holds another select's duplex: meet it as a
+                        // sender.
+                        Err(()) => false,
                     }
-                    Ok(None) => continue,
-                    // The cell holds another select's duplex: meet it as a
-                    // sender.
-                    Err(()) => false,
-                },
+                }
                 (false, false) => count(s) > r,
                 (false, true) => true,
                 (true, _) => false,
             };
+            drop(guard); // (the operations below pin for themselves)
             if register_recv {
                 let mode = Mode::Register {
                     entry: &pair.0[0],
@@ -878,10 +900,10 @@ impl<T> Channel<T> {
                     Err(RecvStop::SelfMet) => {
                         // Both indices of that cell are ours: nobody else
                         // will visit it. Take the send entry back, go again.
+                        // (A rendezvous channel hands no index back, so
+                        // the cell's send index stays taken too.)
                         if let Some(reg) = regs.send.take() {
-                            // The receive index of that cell is gone with
-                            // us: the send index must not be handed back.
-                            reg.keeping_index().cancel();
+                            reg.cancel();
                         }
                     }
                 }
@@ -905,7 +927,7 @@ impl<T> Channel<T> {
                         // SAFETY: as above.
                         unsafe { (pair.0[1].slot as *mut T).write(msg) };
                         if let Some(reg) = regs.recv.take() {
-                            reg.keeping_index().cancel();
+                            reg.cancel();
                         }
                     }
                 }
@@ -914,13 +936,16 @@ impl<T> Channel<T> {
     }
 
     /// Parks `pair` as a duplex in cell `index`, which both counters pointed
-    /// at. `Ok(None)`: the cell is taken or the channel closed; look again.
+    /// at when read after `start`, the send cursor (loaded under `guard`).
+    /// `Ok(None)`: the cell is taken or the channel closed; look again.
     /// `Err(())`: another select's duplex is there.
-    fn place_duplex(&self, pair: &Duplex, index: u64) -> Result<Option<Registration>, ()> {
-        let guard = epoch::pin();
-        // The send cursor: `index` is at or past every send index taken so
-        // far, so the walk starts at or before its segment.
-        let start = self.cells.cursor(Side::Push, &guard);
+    fn place_duplex(
+        &self,
+        pair: &Duplex,
+        index: u64,
+        start: *const Segment<Cell<T>>,
+        guard: epoch::Guard,
+    ) -> Result<Option<Registration>, ()> {
         let seg = self.cells.find(Side::Push, start, index, &guard);
         let state = &seg.cell(index).state;
         let word = cell::duplex_word(pair);

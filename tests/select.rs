@@ -546,28 +546,42 @@ fn send_and_recv_same_bounded_channel() {
 
 #[test]
 fn parked_select_takes_whichever_comes() {
-    // Two partners released together against a parked select: either may
-    // win, and the loser's message stays in its channel.
+    // Two partners released together against a parked select: exactly one
+    // wins, and the loser's message stays in its channel. Which one wins is
+    // the scheduler's choice (on a loaded machine it can be the same one
+    // every time), so in two more rounds one partner sends alone and the
+    // other only after the select returned: each arm must win its round.
     const N: usize = 200;
     let mut hits = [0usize; 2];
-    for _ in 0..N {
+    for round in 0..N + 2 {
         let (t1, r1) = unbounded::<()>();
         let (t2, r2) = unbounded::<()>();
         let go = Barrier::new(2);
+        let alone = (round >= N).then_some(round - N);
+        let selected = Barrier::new(if alone.is_some() { 2 } else { 1 });
         let i = thread::scope(|s| {
-            s.spawn(|| {
-                go.wait();
-                t1.send(()).unwrap();
-            });
-            s.spawn(|| {
-                go.wait();
-                t2.send(()).unwrap();
-            });
-            select! {
+            for (me, tx) in [(0, &t1), (1, &t2)] {
+                let (go, selected) = (&go, &selected);
+                s.spawn(move || {
+                    go.wait();
+                    if alone.is_some_and(|a| a != me) {
+                        selected.wait();
+                    }
+                    tx.send(()).unwrap();
+                });
+            }
+            let i = select! {
                 recv(r1) -> _ => 0,
                 recv(r2) -> _ => 1,
+            };
+            if alone.is_some() {
+                selected.wait();
             }
+            i
         });
+        if let Some(alone) = alone {
+            assert_eq!(i, alone, "the select took a message not yet sent");
+        }
         hits[i] += 1;
         assert_eq!(r1.len() + r2.len(), 1, "the other message stays");
     }

@@ -162,6 +162,43 @@ fn duplex_selects_match() {
     });
 }
 
+/// Bound 2. A duplex must stay within reach of the operations that come
+/// after it. Here a receiver and a sender each take index 0 of a
+/// rendezvous channel and time out before meeting, while a select with a
+/// send and a receive case parks as a duplex at index 1 (both counters were
+/// 1). If the two timed-out operations handed index 0 back (as a give-back
+/// does on the other kinds), both counters would fall back to 0 below the
+/// duplex, and the receive that follows would park at 0 with no sender ever
+/// coming: the deadlock found in `matching_with_leftover`.
+#[test]
+fn duplex_stays_reachable_after_timeouts() {
+    model("duplex_stays_reachable_after_timeouts", 2, || {
+        let (tx, rx) = bounded::<i32>(0);
+        let tx1 = tx.clone();
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let sender = thread::spawn(move || tx1.send_timeout(1, Duration::from_millis(1)).is_ok());
+        let pair = thread::spawn(move || {
+            select! {
+                recv(rx2) -> v => Some(v.unwrap()),
+                send(tx2, 2) -> r => { r.unwrap(); None }
+            }
+        });
+        let got = rx.recv_timeout(Duration::from_millis(1)).ok();
+        let sent = sender.join().unwrap();
+        // Whom the pair met, if anyone: the receiver took its 2, or the
+        // sender's 1 went to the pair rather than to the receiver.
+        let pair_served = got == Some(2) || (sent && got != Some(1));
+        if !pair_served {
+            // The pair still waits: a plain receive must reach it.
+            assert_eq!(rx.recv(), Ok(2));
+        }
+        match pair.join().unwrap() {
+            Some(v) => assert_eq!((v, sent, got), (1, true, None)),
+            None => assert!(got == Some(2) || !pair_served),
+        }
+    });
+}
+
 /// Bound 3. A blocked select (receive on a rendezvous channel, send on a
 /// bounded one) against a close of both: it wakes with one failed case,
 /// and the send case's value comes back if chosen.
