@@ -250,10 +250,17 @@ pub(crate) struct Registration {
     /// A semaphore waiter's permit count, in which its debt (one unit below
     /// zero) stands; null for a channel cell.
     debt: *const AtomicU64,
+    /// Not in a cell but in a wait list (zero-sized messages, see
+    /// `counting.rs`): the list's owner and the call that checks
+    /// (`remove` false) or removes (`remove` true) the entry `word`.
+    listed: Option<(*const (), ListOp)>,
 }
 
 /// A function and the pointer it is called with.
 type Callback = (*const (), unsafe fn(*const ()));
+
+/// `op(owner, word, remove)`: see `Registration::listed`.
+pub(crate) type ListOp = unsafe fn(*const (), usize, bool) -> bool;
 
 impl Registration {
     /// # Safety
@@ -281,6 +288,31 @@ impl Registration {
             release,
             after_skip: None,
             debt: std::ptr::null(),
+            listed: None,
+        }
+    }
+
+    /// An entry `word` waiting in a list rather than a cell: `op(owner,
+    /// word, false)` says whether it is still listed, `op(owner, word,
+    /// true)` takes it out. Completing it releases nothing.
+    ///
+    /// # Safety
+    /// `op(owner, ..)` must be sound to call while the registration lives.
+    pub(crate) unsafe fn listed(owner: *const (), word: usize, op: ListOp) -> Self {
+        /// Nothing to release: a listed entry holds no segment.
+        unsafe fn nothing(_: *const ()) {}
+        Registration {
+            state: std::ptr::null(),
+            word,
+            skip: EMPTY,
+            skipped: std::ptr::null(),
+            taken_from: std::ptr::null(),
+            index: 0,
+            segment: std::ptr::null(),
+            release: nothing,
+            after_skip: None,
+            debt: std::ptr::null(),
+            listed: Some((owner, op)),
         }
     }
 
@@ -325,6 +357,10 @@ impl Registration {
     /// Whether the entry is still in its cell. Waits out a partner that has
     /// claimed it (it must then lose, the waiter being registering).
     pub(crate) fn is_live(&self) -> bool {
+        if let Some((owner, op)) = self.listed {
+            // SAFETY: per `listed`.
+            return unsafe { op(owner, self.word, false) };
+        }
         match self.state().load(Ordering::Acquire) {
             CLAIMED => wait_unclaimed(self.state()) == self.word,
             s => s == self.word,
@@ -354,6 +390,11 @@ impl Registration {
     /// (Not on a rendezvous channel, whose select duplexes need counters
     /// that never move back: see `Channel::publish`.)
     pub(crate) fn cancel(self) {
+        if let Some((owner, op)) = self.listed {
+            // SAFETY: per `listed`.
+            unsafe { op(owner, self.word, true) };
+            return;
+        }
         if !self.debt.is_null() {
             return self.cancel_debt();
         }

@@ -30,13 +30,15 @@
 //! its partner has not arrived; timeouts cancel a parked waiter's cell, which
 //! the partner then skips. `bounded(n)` puts a counting semaphore in front of
 //! the sends; `bounded(0)` parks senders in their cell until a receiver takes
-//! the message. Segments are reclaimed with epochs and reused from a small
+//! the message. Zero-sized messages (a `bounded::<()>(n)` semaphore) are a
+//! count in one word instead. Segments are reclaimed with epochs and reused from a small
 //! pool, so steady traffic does not allocate.
 #![warn(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 
 mod atomic128;
 mod cell;
 mod channel;
+mod counting;
 mod epoch;
 mod error;
 #[allow(dead_code)] // the shim offers more than each module uses

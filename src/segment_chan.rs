@@ -29,6 +29,7 @@ use crate::cell::{
     self, Claim, Claimer, Duplex, Registration, BUFFERED, CLAIMED, DONE, DUPLEX_TAG, EMPTY,
     SENDER_TAG, SKIP_RECV, SKIP_SEND,
 };
+use crate::counting::{self, Counting, Moved};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
@@ -98,7 +99,16 @@ impl<T> Cell<T> {
 enum Kind {
     Unbounded,
     Rendezvous,
-    Bounded { cap: usize, permits: Semaphore },
+    Bounded {
+        cap: usize,
+        permits: Semaphore,
+    },
+    /// Zero-sized messages, bounded or not (`cap`), except rendezvous:
+    /// a count instead of cells (see `counting.rs`).
+    Counting {
+        cap: Option<usize>,
+        count: Counting,
+    },
 }
 
 pub(crate) struct Channel<T> {
@@ -195,6 +205,10 @@ pub(crate) struct PairRegs {
 impl<T> Channel<T> {
     pub(crate) fn new(cap: Option<usize>) -> Self {
         let kind = match cap {
+            _ if std::mem::size_of::<T>() == 0 && cap != Some(0) => Kind::Counting {
+                cap,
+                count: Counting::new(cap.map_or(counting::UNBOUNDED, |c| c as u64)),
+            },
             None => Kind::Unbounded,
             Some(0) => Kind::Rendezvous,
             Some(cap) => Kind::Bounded {
@@ -218,7 +232,15 @@ impl<T> Channel<T> {
             Kind::Unbounded => None,
             Kind::Rendezvous => Some(0),
             Kind::Bounded { cap, .. } => Some(*cap),
+            Kind::Counting { cap, .. } => *cap,
         }
+    }
+
+    /// Whether a select's send case that a partner decided is complete (the
+    /// partner took the value out of its slot), rather than holding a
+    /// permit to deposit it with.
+    pub(crate) fn takes_from_slot(&self) -> bool {
+        matches!(self.kind, Kind::Rendezvous | Kind::Counting { .. })
     }
 
     /// For a `senders` word with the closed bit: the send count at the close.
@@ -242,6 +264,9 @@ impl<T> Channel<T> {
 
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {
+        if let Kind::Counting { count, .. } = &self.kind {
+            return count.is_closed();
+        }
         self.senders.load(Ordering::Acquire) & CLOSED_BIT != 0
     }
 
@@ -249,6 +274,7 @@ impl<T> Channel<T> {
     /// the indices each side gave up. Exact when nothing is in flight.
     pub(crate) fn len(&self) -> usize {
         let cap = match &self.kind {
+            Kind::Counting { count, .. } => return count.len(),
             Kind::Rendezvous => return 0,
             Kind::Unbounded => usize::MAX,
             Kind::Bounded { cap, .. } => *cap,
@@ -272,6 +298,7 @@ impl<T> Channel<T> {
             Kind::Unbounded => false,
             Kind::Rendezvous => true,
             Kind::Bounded { permits, .. } => permits.is_exhausted(),
+            Kind::Counting { count, .. } => count.is_full(),
         }
     }
 
@@ -292,6 +319,7 @@ impl<T> Channel<T> {
                 .send_buffered(msg)
                 .map_err(|(msg, fail)| SendStop::Fail(msg, fail)),
             Kind::Rendezvous => self.send_rendezvous(msg, mode),
+            Kind::Counting { count, .. } => send_counted(count, msg, mode),
             Kind::Bounded { permits, .. } => {
                 match permits.acquire(mode, || self.is_closed()) {
                     Ok(()) => {}
@@ -494,6 +522,9 @@ impl<T> Channel<T> {
 
     /// Receives in any mode; a select's receive case registers here.
     pub(crate) fn recv_in(&self, mode: Mode<'_>) -> Result<T, RecvStop> {
+        if let Kind::Counting { count, .. } = &self.kind {
+            return recv_counted(count, mode);
+        }
         let mut pinned = match mode {
             Mode::Park(deadline) => self.await_sender(deadline),
             _ => None,
@@ -992,6 +1023,10 @@ impl<T> Channel<T> {
         if prev & CLOSED_BIT != 0 {
             return false;
         }
+        if let Kind::Counting { count, .. } = &self.kind {
+            count.close();
+            return true;
+        }
         let closed_at = count(prev);
         // Release: pairs with the Acquire in `Channel::closed_at`.
         self.closed_at.store(closed_at, Ordering::Release);
@@ -1022,6 +1057,7 @@ impl<T> Channel<T> {
                 self.close_receivers(closed_at, r, &guard);
                 permits.close_waiters();
             }
+            Kind::Counting { .. } => unreachable!("closed above"),
         }
         true
     }
@@ -1082,6 +1118,123 @@ enum ParkFail {
     Fail(Fail),
 }
 
+// ------------------------------------------------------ zero-sized messages
+
+/// A zero-sized message out of nothing.
+///
+/// # Safety
+/// `T` is zero-sized, and a value of it was sent and forgotten (so `T` is
+/// inhabited, and this one takes that one's place: each is made once).
+#[inline]
+unsafe fn conjure<T>() -> T {
+    debug_assert_eq!(std::mem::size_of::<T>(), 0);
+    // SAFETY: a zero-sized read through a dangling, aligned pointer is
+    // valid, and per the contract the value it makes is one that was sent.
+    unsafe { std::ptr::NonNull::<T>::dangling().as_ptr().read() }
+}
+
+/// Completes a send of zero-sized `msg` that `moved` says how to finish.
+#[inline]
+fn finish_counted_send<T>(moved: Moved<'_>, msg: T) {
+    match moved {
+        Moved::Counted => std::mem::forget(msg),
+        Moved::Handed { waiter, slot } => {
+            // SAFETY: the decided receiver's slot is ours to fill.
+            unsafe { (slot as *mut T).write(msg) };
+            waiter.wake();
+        }
+    }
+}
+
+/// Completes a receive that `moved` says how to finish.
+#[inline]
+fn finish_counted_recv<T>(moved: Moved<'_>) -> T {
+    match moved {
+        // SAFETY: a `Counting` channel carries zero-sized `T`, and the
+        // count we took stands for a message sent and forgotten.
+        Moved::Counted => unsafe { conjure() },
+        Moved::Handed { waiter, slot } => {
+            // SAFETY: the decided sender's value is ours.
+            let msg = unsafe { (slot as *mut T).read() };
+            waiter.wake();
+            msg
+        }
+    }
+}
+
+/// `Channel::send_in` for zero-sized messages.
+fn send_counted<T>(count: &Counting, msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
+    match mode {
+        Mode::Try => match count.send(Mode::Try) {
+            Ok(moved) => {
+                finish_counted_send(moved, msg);
+                Ok(())
+            }
+            Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(msg, fail)),
+            Err(_) => unreachable!("only Mode::Register registers"),
+        },
+        Mode::Park(deadline) => {
+            let msg = match count.send(Mode::Try) {
+                Ok(moved) => {
+                    finish_counted_send(moved, msg);
+                    return Ok(());
+                }
+                Err(RecvStop::Fail(Fail::WouldBlock)) => msg,
+                Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(msg, fail)),
+                Err(_) => unreachable!("only Mode::Register registers"),
+            };
+            let mut slot = MaybeUninit::new(msg);
+            match count.wait(true, slot.as_mut_ptr() as *mut (), deadline) {
+                // A receiver took the value out of our slot.
+                Ok(None) => Ok(()),
+                Ok(Some(moved)) => {
+                    // SAFETY: not handed to anyone: still ours.
+                    finish_counted_send(moved, unsafe { slot.assume_init_read() });
+                    Ok(())
+                }
+                // SAFETY: as above.
+                Err(fail) => Err(SendStop::Fail(unsafe { slot.assume_init_read() }, fail)),
+            }
+        }
+        Mode::Register { entry, .. } => {
+            let slot = entry.slot as *mut T;
+            // SAFETY: the select's send slot is empty while registering; a
+            // receiver may take the value from it as soon as it is listed.
+            unsafe { slot.write(msg) };
+            match count.send(mode) {
+                Ok(moved) => {
+                    // SAFETY: not listed, so still ours.
+                    finish_counted_send(moved, unsafe { slot.read() });
+                    Ok(())
+                }
+                // SAFETY: as above.
+                Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(unsafe { slot.read() }, fail)),
+                Err(RecvStop::Registered(reg)) => Err(SendStop::Registered(reg)),
+                Err(RecvStop::SelfMet) => unreachable!("no duplexes here"),
+            }
+        }
+    }
+}
+
+/// `Channel::recv_in` for zero-sized messages.
+fn recv_counted<T>(count: &Counting, mode: Mode<'_>) -> Result<T, RecvStop> {
+    let Mode::Park(deadline) = mode else {
+        return count.recv(mode).map(finish_counted_recv);
+    };
+    match count.recv(Mode::Try) {
+        Ok(moved) => return Ok(finish_counted_recv(moved)),
+        Err(RecvStop::Fail(Fail::WouldBlock)) => {}
+        Err(stop) => return Err(stop),
+    }
+    let mut slot = MaybeUninit::<T>::uninit();
+    match count.wait(false, slot.as_mut_ptr() as *mut (), deadline) {
+        // SAFETY: the sender wrote our slot before waking us.
+        Ok(None) => Ok(unsafe { slot.assume_init() }),
+        Ok(Some(moved)) => Ok(finish_counted_recv(moved)),
+        Err(fail) => Err(RecvStop::Fail(fail)),
+    }
+}
+
 /// A non-blocking operation found its cell EMPTY: the partner is between
 /// its fetch-and-add and its CAS. Spins briefly for it, then gives the index
 /// up (the cell becomes `skip`, counted in `skipped`). `Err(state)`: the
@@ -1103,6 +1256,14 @@ fn give_up(state: &AtomicUsize, skip: usize, skipped: &AtomicU64) -> Result<(), 
 
 impl<T> Drop for Channel<T> {
     fn drop(&mut self) {
+        if let Kind::Counting { count, .. } = &self.kind {
+            // (The last receiver drained them; a count left over is
+            // dropped here all the same.)
+            for _ in 0..count.len() {
+                // SAFETY: each counted message was sent and forgotten.
+                drop(unsafe { conjure::<T>() });
+            }
+        }
         // SAFETY: `&mut self`: no handle, so no operation, exists.
         unsafe {
             self.cells.for_each_cell_exclusive(|cell| {

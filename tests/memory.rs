@@ -137,6 +137,31 @@ fn bounded_two_threads(cap: usize) -> usize {
     allocs
 }
 
+/// A `bounded::<()>(1)` semaphore passed back and forth between two
+/// threads: every operation blocks in turn, through the wait lists of the
+/// zero-sized channel (`counting.rs`), which must not allocate per wait.
+fn semaphore_ping_pong() -> usize {
+    let (acquire, release) = bounded::<()>(1);
+    let (turn_tx, turn_rx) = bounded::<()>(1);
+    let h = thread::spawn(move || {
+        // Holds the permit until the main thread asks for it back.
+        while turn_rx.recv().is_ok() {
+            acquire.send(()).unwrap();
+        }
+    });
+    let run = |n: usize| {
+        for _ in 0..n / 2 {
+            turn_tx.send(()).unwrap();
+            release.recv().unwrap();
+        }
+    };
+    run(10_000);
+    let allocs = count_allocs(|| run(MESSAGES));
+    drop(turn_tx);
+    h.join().unwrap();
+    allocs
+}
+
 fn rendezvous_ping_pong() -> usize {
     let (ping_tx, ping_rx) = bounded::<u64>(0);
     let (pong_tx, pong_rx) = bounded::<u64>(0);
@@ -350,6 +375,7 @@ fn memory() {
     check("bounded(1), one thread", bounded_single_thread(1));
     check("bounded(16), two threads", bounded_two_threads(16));
     check("bounded(0), ping-pong", rendezvous_ping_pong());
+    check("bounded::<()>(1), ping-pong", semaphore_ping_pong());
     check("select!, ping-pong and default", select_macro());
 
     // (b) a long-lived unbounded channel keeps its segment list small.

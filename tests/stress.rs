@@ -896,3 +896,86 @@ fn linearizable_send_then_try_recv() {
         assert!(rx.is_empty());
     }
 }
+
+/// Zero-sized messages (a count, not cells; `counting.rs`): producers and
+/// consumers in every mode, with a close racing them, on every kind. Each
+/// message is made once and dropped exactly once: received, handed back by
+/// a failed send, or drained when the last receiver goes.
+#[test]
+fn zero_sized_messages_counted_exactly_once() {
+    static MADE: AtomicUsize = AtomicUsize::new(0);
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+    struct Unit;
+    impl Unit {
+        fn new() -> Unit {
+            MADE.fetch_add(1, Ordering::Relaxed);
+            Unit
+        }
+    }
+    impl Drop for Unit {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    const MODES: [Mode; 4] = [
+        Mode::Blocking,
+        Mode::Try,
+        Mode::Timeout(20),
+        Mode::Deadline(50),
+    ];
+    let per = scaled(4000);
+    for kind in KINDS {
+        for close_early in [false, true] {
+            let (tx, rx) = chan::<Unit>(kind);
+            let sent = AtomicUsize::new(0);
+            let received = AtomicUsize::new(0);
+            thread::scope(|s| {
+                for p in 0..4 {
+                    let (tx, sent) = (tx.clone(), &sent);
+                    s.spawn(move || {
+                        for i in 0..per {
+                            match send_with(&tx, Unit::new(), pick(p, i, &MODES)) {
+                                Ok(()) => sent.fetch_add(1, Ordering::Relaxed),
+                                Err(back) => {
+                                    drop(back);
+                                    return;
+                                }
+                            };
+                        }
+                    });
+                }
+                for c in 0..4 {
+                    let (rx, received) = (rx.clone(), &received);
+                    s.spawn(move || {
+                        let mut i = 0;
+                        while let Some(unit) = recv_with(&rx, pick(c + 4, i, &MODES)) {
+                            drop(unit);
+                            received.fetch_add(1, Ordering::Relaxed);
+                            i += 1;
+                        }
+                    });
+                }
+                if close_early {
+                    thread::sleep(Duration::from_millis(2));
+                } else {
+                    while sent.load(Ordering::Relaxed) < 4 * per {
+                        thread::yield_now();
+                    }
+                }
+                tx.close();
+            });
+            let (sent, received) = (sent.into_inner(), received.into_inner());
+            assert_eq!(
+                received, sent,
+                "{kind:?}: every message sent is received once"
+            );
+            assert_eq!(rx.try_recv().err(), Some(TryRecvError::Closed));
+            drop((tx, rx));
+            assert_eq!(
+                DROPPED.load(Ordering::Relaxed),
+                MADE.load(Ordering::Relaxed),
+                "{kind:?}: every message dropped exactly once"
+            );
+        }
+    }
+}

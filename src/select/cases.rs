@@ -368,7 +368,7 @@ impl<T> Case for SendCase<'_, T> {
         self.result = Some(if closed {
             let msg = self.take();
             Err(SendError(msg))
-        } else if chan.capacity() == Some(0) {
+        } else if chan.takes_from_slot() {
             // The receiver took the value out of our slot.
             self.full = false;
             Ok(())

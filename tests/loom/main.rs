@@ -2,6 +2,7 @@
 #![cfg(loom)]
 
 mod chan;
+mod counting;
 mod lscq;
 mod scq;
 mod select;
