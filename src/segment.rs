@@ -292,7 +292,17 @@ pub(crate) struct Segments<C> {
 
 impl<C: SegmentCell> Segments<C> {
     pub(crate) fn new() -> Self {
-        let first = Segment::<C>::alloc(0);
+        Self::starting_at(Segment::<C>::alloc(0))
+    }
+
+    /// A list that is never used (a channel of zero-sized messages keeps a
+    /// count instead): no segment. Only dropping it, and
+    /// [`Segments::for_each_cell_exclusive`], are allowed.
+    pub(crate) fn unused() -> Self {
+        Self::starting_at(ptr::null_mut())
+    }
+
+    fn starting_at(first: *mut Segment<C>) -> Self {
         Segments {
             head: AtomicPtr::new(first),
             cursors: [

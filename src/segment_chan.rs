@@ -222,7 +222,11 @@ impl<T> Channel<T> {
             closed_at: AtomicU64::new(u64::MAX),
             skipped_sends: AtomicU64::new(0),
             skipped_recvs: AtomicU64::new(0),
-            cells: Segments::new(),
+            cells: if matches!(kind, Kind::Counting { .. }) {
+                Segments::unused()
+            } else {
+                Segments::new()
+            },
             kind,
         }
     }

@@ -434,6 +434,26 @@ fn memory() {
         }
     }
 
+    // (e) zero-sized messages keep a count, no cells: no segment at all.
+    let base = scalechan::__private::live_segments();
+    let (tx, rx) = bounded::<()>(4);
+    let (utx, urx) = unbounded::<()>();
+    for _ in 0..100 {
+        tx.send(()).unwrap();
+        utx.send(()).unwrap();
+        rx.recv().unwrap();
+    }
+    let live = scalechan::__private::live_segments() - base;
+    report.push(format!(
+        "bounded::<()>(4) and unbounded::<()>(): {live} live segments"
+    ));
+    if live != 0 {
+        failures.push(format!(
+            "zero-sized channels hold {live} segments (none expected)"
+        ));
+    }
+    drop((tx, rx, utx, urx));
+
     eprintln!("{}", report.join("\n"));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
