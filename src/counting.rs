@@ -131,14 +131,18 @@ impl Counting {
             if s & CLOSED != 0 {
                 return Err(RecvStop::Fail(Fail::Closed));
             }
-            if s & WAITERS != 0 {
-                return self.send_slow(mode);
-            }
             if s & COUNT == self.cap {
                 if let Mode::Try = mode {
-                    // Full, decided from one load.
+                    // Full, decided from one load, even with waiters listed:
+                    // a full channel has no waiting receiver to serve
+                    // (receivers wait only while the count is zero, and
+                    // while any is listed the count moves only under the
+                    // lock, by a send that serves them first).
                     return Err(RecvStop::Fail(Fail::WouldBlock));
                 }
+                return self.send_slow(mode);
+            }
+            if s & WAITERS != 0 {
                 return self.send_slow(mode);
             }
             // Release: the sender's work before the send happens before
@@ -164,19 +168,21 @@ impl Counting {
         let mut s = self.state.load(Ordering::Acquire);
         let backoff = Backoff::new();
         loop {
-            if s & WAITERS != 0 {
-                return self.recv_slow(mode);
-            }
             if s & COUNT == 0 {
                 // Empty, decided from one load: the closed flag sits in the
                 // same word, so "empty" and "closed" are seen at one
                 // instant, and a message sent before the close is counted.
+                // Waiters listed change nothing: an empty channel has no
+                // waiting sender (the mirror of `send`'s full case).
                 if s & CLOSED != 0 {
                     return Err(RecvStop::Fail(Fail::Closed));
                 }
                 if let Mode::Try = mode {
                     return Err(RecvStop::Fail(Fail::WouldBlock));
                 }
+                return self.recv_slow(mode);
+            }
+            if s & WAITERS != 0 {
                 return self.recv_slow(mode);
             }
             // AcqRel: as in `send`.

@@ -213,3 +213,28 @@ fn zst_select_send_woken_by_recv() {
         assert_eq!(drops(), 2);
     });
 }
+
+/// Bound 3. `try_recv` on an empty channel with a receiver parked, and
+/// `try_send` on a full one with a sender parked, decide from one load
+/// (no lock, no waiter disturbed): they report `Empty` and `Full`, and the
+/// parked operations still complete.
+#[test]
+fn zst_try_ops_beside_waiters() {
+    model("zst_try_ops_beside_waiters", 3, || {
+        let (tx, rx) = bounded::<Permit>(1);
+        let rx2 = rx.clone();
+        let r = thread::spawn(move || drop(rx2.recv().unwrap()));
+        assert_eq!(rx.try_recv().err(), Some(TryRecvError::Empty));
+        tx.send(Permit).unwrap();
+        r.join().unwrap();
+        tx.send(Permit).unwrap();
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(Permit).unwrap());
+        assert!(tx.try_send(Permit).is_err());
+        drop(rx.recv().unwrap());
+        s.join().unwrap();
+        assert_eq!(rx.len(), 1);
+        drop(rx);
+        assert_eq!(drops(), 4);
+    });
+}
