@@ -136,9 +136,16 @@ pub(crate) enum Fail {
 pub mod __private {
     //! Hooks for the crate's own tests; not part of the API.
 
-    /// Segments currently allocated by all channels, live or pooled.
+    /// Segments currently allocated by all channels, live or pooled, since
+    /// [`count_live_segments`] was called (before any channel was made).
     pub fn live_segments() -> usize {
         crate::segment::live_segments()
+    }
+
+    /// Starts counting segments for [`live_segments`] (off by default: it
+    /// costs every channel creation a read-modify-write).
+    pub fn count_live_segments() {
+        crate::segment::count_live_segments()
     }
 
     /// Runs the epoch collector a few times: with no thread pinned, frees

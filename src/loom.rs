@@ -151,18 +151,20 @@ spin_load!(sync::atomic::AtomicU64, u64);
 #[cfg(not(loom))]
 #[repr(C)]
 pub(crate) struct CachePadded<T> {
-    _before: [u8; 56],
+    // Uninitialised: never read, so creating a channel writes no zeros
+    // into its ~700 bytes of padding.
+    _before: std::mem::MaybeUninit<[u8; 56]>,
     value: T,
-    _after: [u8; 72],
+    _after: std::mem::MaybeUninit<[u8; 72]>,
 }
 
 #[cfg(not(loom))]
 impl<T> CachePadded<T> {
     pub(crate) const fn new(value: T) -> Self {
         CachePadded {
-            _before: [0; 56],
+            _before: std::mem::MaybeUninit::uninit(),
             value,
-            _after: [0; 72],
+            _after: std::mem::MaybeUninit::uninit(),
         }
     }
 }
