@@ -638,3 +638,121 @@ fn select_stress_rendezvous_both_sides() {
     });
     assert!(received.iter().all(|c| c.load(Ordering::Relaxed) == 1));
 }
+
+// ------------------------------------------- zero-sized messages (Go's struct{})
+
+/// Selects on channels of zero-sized messages (a count, not cells): a parked
+/// receive woken by a send, a parked send on a full channel woken by a
+/// receive, a close waking a parked select, and a timeout leaving nothing
+/// behind, each with a case on another channel that never fires.
+#[test]
+fn zero_sized_channels_in_select() {
+    let (_idle_tx, idle) = unbounded::<i32>();
+    // A parked receive case, woken by a send.
+    let (tx, rx) = bounded::<()>(2);
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        tx.send(()).unwrap();
+        tx
+    });
+    let got = select! {
+        recv(rx) -> m => m.is_ok(),
+        recv(idle) -> _ => unreachable!(),
+    };
+    assert!(got);
+    let tx = h.join().unwrap();
+    assert_eq!(rx.len(), 0);
+
+    // A parked send case on a full channel: the receive's freed place goes
+    // to the select's message.
+    tx.send(()).unwrap();
+    tx.send(()).unwrap();
+    let rx2 = rx.clone();
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        rx2.recv().unwrap();
+    });
+    let sent = select! {
+        send(tx, ()) -> r => r.is_ok(),
+        recv(idle) -> _ => unreachable!(),
+    };
+    assert!(sent);
+    h.join().unwrap();
+    assert_eq!(rx.len(), 2);
+
+    // A timeout with the channel full: the send case leaves nothing behind.
+    let r = select! {
+        send(tx, ()) -> _ => 0,
+        default(5 * MS) => 1,
+    };
+    assert_eq!(r, 1);
+    assert_eq!(rx.len(), 2);
+    assert!(tx.try_send(()).is_err());
+
+    // A close wakes a parked receive case on an empty zero-sized channel.
+    let (tx, rx) = unbounded::<()>();
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        tx.close();
+    });
+    let closed = select! {
+        recv(rx) -> m => m.is_err(),
+        recv(idle) -> _ => unreachable!(),
+    };
+    assert!(closed);
+    h.join().unwrap();
+}
+
+/// Go's done-channel pattern at scale: workers select between work and a
+/// `bounded::<()>(1)` quit channel closed at the end; a shared
+/// `bounded::<()>(3)` semaphore bounds how many hold a permit at once. Every
+/// item is processed once, the semaphore never admits a fourth, and every
+/// worker sees the close.
+#[test]
+fn zero_sized_quit_and_semaphore_under_select() {
+    let (work_tx, work_rx) = bounded::<usize>(4);
+    let (quit_tx, quit_rx) = bounded::<()>(1);
+    let (permit_tx, permit_rx) = bounded::<()>(3);
+    let holders = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let items = if cfg!(miri) { 50 } else { 20_000 };
+    thread::scope(|s| {
+        for _ in 0..6 {
+            s.spawn(|| loop {
+                select! {
+                    recv(work_rx) -> item => {
+                        let item = item.unwrap();
+                        // Acquire a permit, with a select that may also
+                        // see the quit.
+                        select! {
+                            send(permit_tx, ()) -> r => r.unwrap(),
+                            recv(quit_rx) -> _ => unreachable!("quit before the work ran out"),
+                        }
+                        let now = holders.fetch_add(1, Ordering::SeqCst) + 1;
+                        assert!(now <= 3, "{now} holders of a 3-permit semaphore");
+                        holders.fetch_sub(1, Ordering::SeqCst);
+                        permit_rx.recv().unwrap();
+                        done.fetch_add(item, Ordering::Relaxed);
+                    }
+                    recv(quit_rx) -> m => {
+                        assert!(m.is_err(), "quit is only ever closed");
+                        return;
+                    }
+                }
+            });
+        }
+        for i in 0..items {
+            work_tx.send(i).unwrap();
+        }
+        // Wait for the queue to empty and every permit to come back.
+        while !work_rx.is_empty() || !permit_rx.is_empty() {
+            thread::yield_now();
+        }
+        while done.load(Ordering::Relaxed) != items * (items - 1) / 2 {
+            thread::yield_now();
+        }
+        quit_tx.close();
+    });
+    assert_eq!(done.into_inner(), items * (items - 1) / 2);
+    assert_eq!(permit_rx.len(), 0);
+}
