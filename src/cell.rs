@@ -254,7 +254,13 @@ pub(crate) struct Registration {
     /// `counting.rs`): the list's owner and the call that checks
     /// (`remove` false) or removes (`remove` true) the entry `word`.
     listed: Option<(*const (), ListOp)>,
+    /// A semaphore waiter's: called as `f(owner, segment, index)` after it
+    /// handed its index back (see `Semaphore::give_back_withdrawn`).
+    after_give_back: Option<(*const (), GiveBackOp)>,
 }
+
+/// `f(owner, segment, index)`: see `Registration::after_give_back`.
+pub(crate) type GiveBackOp = unsafe fn(*const (), *const (), u64);
 
 /// A function and the pointer it is called with.
 type Callback = (*const (), unsafe fn(*const ()));
@@ -289,6 +295,7 @@ impl Registration {
             after_skip: None,
             debt: std::ptr::null(),
             listed: None,
+            after_give_back: None,
         }
     }
 
@@ -313,6 +320,7 @@ impl Registration {
             after_skip: None,
             debt: std::ptr::null(),
             listed: Some((owner, op)),
+            after_give_back: None,
         }
     }
 
@@ -340,6 +348,17 @@ impl Registration {
     /// `f(owner)` must be sound to call while the registration lives.
     pub(crate) unsafe fn after_skip(mut self, owner: *const (), f: unsafe fn(*const ())) -> Self {
         self.after_skip = Some((owner, f));
+        self
+    }
+
+    /// The same registration, and a cancel that hands the index back calls
+    /// `f(owner, segment, index)` afterwards, while the segment is still
+    /// referenced.
+    ///
+    /// # Safety
+    /// `f(owner, ..)` must be sound to call while the registration lives.
+    pub(crate) unsafe fn after_give_back(mut self, owner: *const (), f: GiveBackOp) -> Self {
+        self.after_give_back = Some((owner, f));
         self
     }
 
@@ -488,6 +507,13 @@ impl Registration {
         // releaser that took this index, or the acquirer that takes it
         // again after a give-back).
         self.state().store(end, Ordering::Release);
+        if end == EMPTY {
+            if let Some((owner, f)) = self.after_give_back {
+                // SAFETY: per `after_give_back`; our segment reference is
+                // still held.
+                unsafe { f(owner, self.segment, self.index) };
+            }
+        }
         // SAFETY: per `new`; the entry has left the cell.
         unsafe { (self.release)(self.segment) };
         if end == WITHDRAWN {

@@ -26,7 +26,16 @@ use crate::loom::CachePadded;
 use std::ptr;
 
 /// Cells per segment. Small under loom so models cross segment boundaries.
-pub(crate) const SEGMENT_CELLS: usize = if cfg!(loom) { 2 } else { 32 };
+pub(crate) const SEGMENT_CELLS: usize = if cfg!(loom_wide_segments) {
+    // For the loom models of what only happens inside a segment (a
+    // give-back never crosses a segment's end, and with two cells it can
+    // never reach the cell below it): `--cfg loom --cfg loom_wide_segments`.
+    4
+} else if cfg!(loom) {
+    2
+} else {
+    32
+};
 
 /// Whether an operation that took `index` may hand it back (move its side's
 /// counter from `index + 1` to `index`) when it withdraws: never the last
