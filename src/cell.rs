@@ -35,6 +35,7 @@
 
 use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{Backoff, SpinLoad};
+use crate::segment::give_back;
 use crate::waiter::{decision, Entry, Waiter};
 
 /// Nobody has arrived.
@@ -225,10 +226,74 @@ pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
     }
 }
 
-/// A select's entry published in one cell, until the select is done with it.
-/// It holds a reference on the cell's segment, so the cell outlives it.
+/// A blocked operation's entry, published where its partners find it, until
+/// its owner is done with it.
 #[derive(Debug)]
-pub(crate) struct Registration {
+pub(crate) enum Registration {
+    /// In a cell.
+    Cell(InCell),
+    /// In a wait list (zero-sized messages, see `counting.rs`): the list's
+    /// owner, the entry word, and the call that checks (`remove` false) or
+    /// takes out (`remove` true) the entry.
+    Listed {
+        owner: *const (),
+        word: usize,
+        op: ListOp,
+    },
+}
+
+/// `op(owner, word, remove)`: see [`Registration::Listed`].
+pub(crate) type ListOp = unsafe fn(*const (), usize, bool) -> bool;
+
+impl From<InCell> for Registration {
+    fn from(reg: InCell) -> Self {
+        Registration::Cell(reg)
+    }
+}
+
+impl Registration {
+    /// An entry `word` waiting in `owner`'s list (see
+    /// [`Registration::Listed`]). Completing it releases nothing.
+    ///
+    /// # Safety
+    /// `op(owner, ..)` must be sound to call while the registration lives.
+    pub(crate) unsafe fn listed(owner: *const (), word: usize, op: ListOp) -> Self {
+        Registration::Listed { owner, word, op }
+    }
+
+    /// Whether the entry is still where it was published (a partner that
+    /// met its owner still registering took it out).
+    pub(crate) fn is_live(&self) -> bool {
+        match *self {
+            Registration::Cell(ref reg) => reg.is_live(),
+            // SAFETY: per `listed`.
+            Registration::Listed { owner, word, op } => unsafe { op(owner, word, false) },
+        }
+    }
+
+    /// A partner completed the operation through this entry.
+    pub(crate) fn complete(self) {
+        if let Registration::Cell(reg) = self {
+            reg.complete();
+        }
+    }
+
+    /// Takes the entry out unused (see [`InCell::cancel`]).
+    pub(crate) fn cancel(self) {
+        match self {
+            Registration::Cell(reg) => reg.cancel(),
+            Registration::Listed { owner, word, op } => {
+                // SAFETY: per `listed`.
+                unsafe { op(owner, word, true) };
+            }
+        }
+    }
+}
+
+/// An entry published in one cell. It holds a reference on the cell's
+/// segment, so the cell outlives it.
+#[derive(Debug)]
+pub(crate) struct InCell {
     state: *const AtomicUsize,
     word: usize,
     /// What the cell becomes when the entry is taken out unused.
@@ -250,25 +315,18 @@ pub(crate) struct Registration {
     /// A semaphore waiter's permit count, in which its debt (one unit below
     /// zero) stands; null for a channel cell.
     debt: *const AtomicU64,
-    /// Not in a cell but in a wait list (zero-sized messages, see
-    /// `counting.rs`): the list's owner and the call that checks
-    /// (`remove` false) or removes (`remove` true) the entry `word`.
-    listed: Option<(*const (), ListOp)>,
     /// A semaphore waiter's: called as `f(owner, segment, index)` after it
     /// handed its index back (see `Semaphore::give_back_withdrawn`).
     after_give_back: Option<(*const (), GiveBackOp)>,
 }
 
-/// `f(owner, segment, index)`: see `Registration::after_give_back`.
+/// `f(owner, segment, index)`: see `InCell::after_give_back`.
 pub(crate) type GiveBackOp = unsafe fn(*const (), *const (), u64);
 
 /// A function and the pointer it is called with.
 type Callback = (*const (), unsafe fn(*const ()));
 
-/// `op(owner, word, remove)`: see `Registration::listed`.
-pub(crate) type ListOp = unsafe fn(*const (), usize, bool) -> bool;
-
-impl Registration {
+impl InCell {
     /// # Safety
     /// `state` is a cell of `segment`, on which the caller took a reference
     /// that `release(segment)` drops; `skipped` (if not null) outlives the
@@ -283,7 +341,7 @@ impl Registration {
         release: unsafe fn(*const ()),
     ) -> Self {
         let (taken_from, index) = taken_from.map_or((std::ptr::null(), 0), |(c, i)| (c, i));
-        Registration {
+        InCell {
             state,
             word,
             skip,
@@ -294,32 +352,6 @@ impl Registration {
             release,
             after_skip: None,
             debt: std::ptr::null(),
-            listed: None,
-            after_give_back: None,
-        }
-    }
-
-    /// An entry `word` waiting in a list rather than a cell: `op(owner,
-    /// word, false)` says whether it is still listed, `op(owner, word,
-    /// true)` takes it out. Completing it releases nothing.
-    ///
-    /// # Safety
-    /// `op(owner, ..)` must be sound to call while the registration lives.
-    pub(crate) unsafe fn listed(owner: *const (), word: usize, op: ListOp) -> Self {
-        /// Nothing to release: a listed entry holds no segment.
-        unsafe fn nothing(_: *const ()) {}
-        Registration {
-            state: std::ptr::null(),
-            word,
-            skip: EMPTY,
-            skipped: std::ptr::null(),
-            taken_from: std::ptr::null(),
-            index: 0,
-            segment: std::ptr::null(),
-            release: nothing,
-            after_skip: None,
-            debt: std::ptr::null(),
-            listed: Some((owner, op)),
             after_give_back: None,
         }
     }
@@ -327,7 +359,7 @@ impl Registration {
     /// The same registration for a semaphore waiter that owes one unit of
     /// `permits`: cancelling it takes the debt back when no releaser has
     /// counted on it yet, and then hands the index back to the waiter
-    /// queue's `enq` if `give_back` names it (see [`Registration::cancel`]).
+    /// queue's `enq` if `give_back` names it (see [`InCell::cancel`]).
     ///
     /// # Safety
     /// `permits` and the counter of `give_back` outlive the registration.
@@ -376,10 +408,6 @@ impl Registration {
     /// Whether the entry is still in its cell. Waits out a partner that has
     /// claimed it (it must then lose, the waiter being registering).
     pub(crate) fn is_live(&self) -> bool {
-        if let Some((owner, op)) = self.listed {
-            // SAFETY: per `listed`.
-            return unsafe { op(owner, self.word, false) };
-        }
         match self.state().load(Ordering::Acquire) {
             CLAIMED => wait_unclaimed(self.state()) == self.word,
             s => s == self.word,
@@ -409,27 +437,12 @@ impl Registration {
     /// (Not on a rendezvous channel, whose select duplexes need counters
     /// that never move back: see `Channel::publish`.)
     pub(crate) fn cancel(self) {
-        if let Some((owner, op)) = self.listed {
-            // SAFETY: per `listed`.
-            unsafe { op(owner, self.word, true) };
-            return;
-        }
         if !self.debt.is_null() {
             return self.cancel_debt();
         }
         if !self.taken_from.is_null() && claim(self.state(), self.word).is_ok() {
             // SAFETY: per `new`, the counter outlives the registration.
-            let counter = unsafe { &*self.taken_from };
-            // Relaxed: the cell, released below, carries the ordering; an
-            // operation that takes the index again waits while it is CLAIMED.
-            let given_back = counter
-                .compare_exchange(
-                    self.index + 1,
-                    self.index,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok();
+            let given_back = give_back(unsafe { &*self.taken_from }, self.index);
             // Release: pairs with the Acquire of whoever waits on CLAIMED.
             self.state().store(
                 if given_back { EMPTY } else { self.skip },
@@ -452,7 +465,7 @@ impl Registration {
         self.call_after_skip();
     }
 
-    /// [`Registration::cancel`] for a semaphore waiter (see [`owing`]).
+    /// [`InCell::cancel`] for a semaphore waiter (see [`owing`]).
     ///
     /// A skipped semaphore cell carries its waiter's debt: the releaser
     /// that lands there pays it with its permit (and releases again), so
@@ -470,7 +483,7 @@ impl Registration {
     /// pass. With no debt to take back (every waiter is already counted
     /// on), the cell is left a skip for the releaser on its way.
     ///
-    /// [`owing`]: Registration::owing
+    /// [`owing`]: InCell::owing
     fn cancel_debt(self) {
         if claim(self.state(), self.word).is_err() {
             // A releaser or closer holds the cell; having lost the waiter,
@@ -490,15 +503,7 @@ impl Registration {
             .is_ok();
         let end = if !took_back {
             self.skip
-        } else if enq.is_some_and(|enq| {
-            enq.compare_exchange(
-                self.index + 1,
-                self.index,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        }) {
+        } else if enq.is_some_and(|enq| give_back(enq, self.index)) {
             EMPTY
         } else {
             WITHDRAWN

@@ -91,9 +91,6 @@ pub(crate) enum Moved<'a> {
     Handed { waiter: &'a Waiter, slot: *mut () },
 }
 
-/// Why an operation did not complete.
-pub(crate) type Stop = RecvStop;
-
 pub(crate) struct Counting {
     /// Buffered messages, `WAITERS`, `CLOSED`.
     state: CachePadded<AtomicU64>,
@@ -124,7 +121,7 @@ impl Counting {
 
     /// Adds one message, or hands it to a waiting receiver.
     #[inline]
-    pub(crate) fn send(&self, mode: Mode<'_>) -> Result<Moved<'_>, Stop> {
+    pub(crate) fn send(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut s = self.state.load(Ordering::Relaxed);
         let backoff = Backoff::new();
         loop {
@@ -164,7 +161,7 @@ impl Counting {
     /// Takes one message, with the place it leaves going to a waiting
     /// sender's message.
     #[inline]
-    pub(crate) fn recv(&self, mode: Mode<'_>) -> Result<Moved<'_>, Stop> {
+    pub(crate) fn recv(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut s = self.state.load(Ordering::Acquire);
         let backoff = Backoff::new();
         loop {
@@ -200,7 +197,7 @@ impl Counting {
     }
 
     #[cold]
-    fn send_slow(&self, mode: Mode<'_>) -> Result<Moved<'_>, Stop> {
+    fn send_slow(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut lists = self.lists.lock().unwrap();
         loop {
             // (Under the lock nobody else moves the flag or serves the
@@ -215,12 +212,7 @@ impl Counting {
                 return Ok(handed);
             }
             if s & COUNT < self.cap {
-                let next = if lists.is_empty() { s & !WAITERS } else { s } + 1;
-                if self
-                    .state
-                    .compare_exchange(s, next, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
+                if self.step(&lists, s, true) {
                     return Ok(Moved::Counted);
                 }
                 continue;
@@ -232,7 +224,7 @@ impl Counting {
     }
 
     #[cold]
-    fn recv_slow(&self, mode: Mode<'_>) -> Result<Moved<'_>, Stop> {
+    fn recv_slow(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut lists = self.lists.lock().unwrap();
         loop {
             let s = self.state.load(Ordering::Acquire);
@@ -243,12 +235,7 @@ impl Counting {
                     self.settle(&lists, s);
                     return Ok(handed);
                 }
-                let next = if lists.is_empty() { s & !WAITERS } else { s } - 1;
-                if self
-                    .state
-                    .compare_exchange(s, next, Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
-                {
+                if self.step(&lists, s, false) {
                     return Ok(Moved::Counted);
                 }
                 continue;
@@ -283,6 +270,19 @@ impl Counting {
         None
     }
 
+    /// Under the lock, with no waiter left to serve: moves the count from
+    /// `s` up one (a send) or down one, clearing `WAITERS` if the lists are
+    /// empty. `false`: the state moved (a fast-path operation or a close
+    /// came first); look again.
+    fn step(&self, lists: &Lists, s: u64, up: bool) -> bool {
+        let kept = if lists.is_empty() { s & !WAITERS } else { s };
+        let next = if up { kept + 1 } else { kept - 1 };
+        // AcqRel: as in `send`.
+        self.state
+            .compare_exchange(s, next, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// After a hand-off (the count unchanged): clears `WAITERS` if the
     /// lists are now empty.
     fn settle(&self, lists: &Lists, mut s: u64) {
@@ -303,7 +303,7 @@ impl Counting {
     /// receive on an empty one), the state being `s`: in `Mode::Register`,
     /// sets `WAITERS` by CAS from `s` and lists the entry. `None`: the state
     /// moved; look again.
-    fn list(&self, lists: &mut Lists, s: u64, sender: bool, mode: Mode<'_>) -> Option<Stop> {
+    fn list(&self, lists: &mut Lists, s: u64, sender: bool, mode: Mode<'_>) -> Option<RecvStop> {
         let Mode::Register { entry, .. } = mode else {
             // `Park` is `Counting::wait`, which registers.
             return Some(RecvStop::Fail(Fail::WouldBlock));
@@ -423,6 +423,9 @@ fn split(word: usize) -> (*const Entry, bool) {
 }
 
 /// What a listed [`Registration`] calls back (see `Registration::listed`).
+///
+/// # Safety
+/// `owner` is the live `Counting` whose list `word`'s entry went into.
 unsafe fn listed_ops(owner: *const (), word: usize, remove: bool) -> bool {
     // SAFETY: `owner` is the `Counting` that listed the entry, alive while
     // the registration is (see `Counting::list`).

@@ -47,6 +47,17 @@ pub(crate) fn may_give_back(index: u64) -> bool {
     (index + 1) % SEGMENT_CELLS as u64 != 0
 }
 
+/// Hands `index` back to `counter` if it is still the last index taken
+/// (moves the counter from `index + 1` to `index`). Relaxed: the caller
+/// holds the index's cell `CLAIMED`, and its release of the cell carries
+/// the ordering (whoever takes the index again waits while it is held).
+#[inline]
+pub(crate) fn give_back(counter: &AtomicU64, index: u64) -> bool {
+    counter
+        .compare_exchange(index + 1, index, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+}
+
 /// Spare segments kept per list for reuse.
 const SPARES: usize = if cfg!(loom) { 1 } else { 4 };
 

@@ -26,7 +26,7 @@
 //! after 292 years, so wrap-around is not handled.
 
 use crate::cell::{
-    self, Claim, Claimer, Duplex, Registration, BUFFERED, CLAIMED, DONE, DUPLEX_TAG, EMPTY,
+    self, Claim, Claimer, Duplex, InCell, Registration, BUFFERED, CLAIMED, DONE, DUPLEX_TAG, EMPTY,
     SENDER_TAG, SKIP_RECV, SKIP_SEND,
 };
 use crate::counting::{self, Counting, Moved};
@@ -757,7 +757,7 @@ impl<T> Channel<T> {
         // the reference taken above; the counter lives as long as `self`,
         // which the caller's handle keeps alive while the entry exists.
         let reg = unsafe {
-            Registration::new(
+            InCell::new(
                 state,
                 word,
                 skip,
@@ -789,7 +789,7 @@ impl<T> Channel<T> {
             if sender { reg } else { reg.uncounted() }.cancel();
             return Err(ParkFail::Fail(Fail::Closed));
         }
-        Ok(reg)
+        Ok(reg.into())
     }
 
     /// Parks the caller in `state` through `entry` (whose slot its value
@@ -840,7 +840,7 @@ impl<T> Channel<T> {
     /// polling `recv_timeout`) is passed only when the other side arrives;
     /// until then the segments from that side's cursor on cannot be
     /// retired, and with several waiters giving up out of order (so the
-    /// index cannot simply go back, see `Registration::cancel`) they would
+    /// index cannot simply go back, see `InCell::cancel`) they would
     /// pile up without bound. So the withdrawer does for the other side what
     /// its next operation would do on landing there: take the index (a CAS
     /// from the count it read, so any real operation or a close wins) and
@@ -999,7 +999,7 @@ impl<T> Channel<T> {
         drop(guard);
         // SAFETY: as in `publish`. No skip count: a duplex took no index.
         let reg = unsafe {
-            Registration::new(
+            InCell::new(
                 state,
                 word,
                 EMPTY,
@@ -1016,7 +1016,7 @@ impl<T> Channel<T> {
             reg.cancel();
             return Ok(None);
         }
-        Ok(Some(reg))
+        Ok(Some(reg.into()))
     }
 
     // --------------------------------------------------------------- close

@@ -28,7 +28,7 @@
 //! it leave a skip, which the releaser on its way pays by releasing again.
 //! Without this, senders timing out on a full channel that nobody drains
 //! would leave a trail of skipped cells (one segment per 32 attempts) for
-//! the next release to walk. See `Registration::cancel` for why any debt
+//! the next release to walk. See `InCell::cancel` for why any debt
 //! may be taken back.
 //!
 //! **Lazy returns.** If receivers added their permits to `permits` directly,
@@ -48,12 +48,14 @@
 //! every queued waiter served (`enq == deq`), with a CAS that fails if
 //! anyone announced since it looked.
 
-use crate::cell::{self, Claim, Claimer, Registration, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
+use crate::cell::{self, Claim, Claimer, InCell, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
-use crate::segment::{may_give_back, LazySegments, Segment, SegmentCell, Side, SEGMENT_CELLS};
+use crate::segment::{
+    give_back, may_give_back, LazySegments, Segment, SegmentCell, Side, SEGMENT_CELLS,
+};
 use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{linger, Entry, Outcome, Waiter};
 use crate::Fail;
@@ -222,7 +224,7 @@ impl Semaphore {
         {
             if state == CLAIMED {
                 // The index's last holder is giving it back (see
-                // `Registration::cancel`): it leaves the cell EMPTY.
+                // `InCell::cancel`): it leaves the cell EMPTY.
                 cell::wait_unclaimed(cell);
                 continue;
             }
@@ -239,7 +241,7 @@ impl Semaphore {
         // the releaser that lands on a skipped cell settles the permit
         // count itself.
         let reg = unsafe {
-            Registration::new(
+            InCell::new(
                 cell,
                 word,
                 SKIP,
@@ -262,7 +264,7 @@ impl Semaphore {
             return Err(RecvStop::Fail(Fail::Closed));
         }
         if select_entry.is_some() {
-            return Err(RecvStop::Registered(reg));
+            return Err(RecvStop::Registered(reg.into()));
         }
         match waiter.wait(deadline) {
             Outcome::Selected(_) => {
@@ -492,12 +494,7 @@ impl Semaphore {
             {
                 return;
             }
-            // Relaxed: as in `Registration::cancel`, the cell (released
-            // below) carries the ordering.
-            let given = self
-                .enq
-                .compare_exchange(index, below, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
+            let given = give_back(&self.enq, below);
             // Release: pairs with the Acquire of whoever waits on CLAIMED.
             cell.store(if given { EMPTY } else { WITHDRAWN }, Ordering::Release);
             if !given {
