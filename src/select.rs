@@ -46,7 +46,7 @@ mod cases;
 mod macros;
 mod rng;
 
-use crate::waiter::{Outcome, Waiter};
+use crate::waiter::{spin_until, Outcome, Waiter};
 use std::time::Instant;
 
 pub use builder::Select;
@@ -116,6 +116,12 @@ pub trait Case {
     fn complete(&mut self, closed: bool);
     /// For a timer: when it may next be ready.
     fn next_delivery(&self) -> Option<Instant>;
+    /// Whether the case would likely complete now (reads alone; timers
+    /// say no, their delivery time bounds the wait instead).
+    fn looks_ready(&self) -> bool;
+    /// Whether the case waits on a buffer (for room in it, or for a value
+    /// in it) rather than on a partner of a rendezvous channel or a timer.
+    fn waits_on_buffer(&self) -> bool;
 }
 
 /// Runs a select over `cases`; `order` is scratch of the same length. With
@@ -137,6 +143,9 @@ pub fn run<'c>(
         return None;
     }
     find_meetings(cases);
+    if let Some(done) = await_ready(cases, order, deadline) {
+        return Some(done);
+    }
     loop {
         // (loom has no clock and must replay deterministically: there the
         // deadline passes when a timed park returns, below.)
@@ -144,11 +153,7 @@ pub fn run<'c>(
             return None;
         }
         rng::shuffled(order);
-        let wake = cases
-            .iter()
-            .filter_map(|case| case.next_delivery())
-            .chain(deadline)
-            .min();
+        let wake = next_wake(cases, deadline);
         let waiter = Waiter::registering();
         if let Some(done) = register_all(cases, order, &waiter) {
             return Some(done);
@@ -174,8 +179,55 @@ pub fn run<'c>(
     }
 }
 
+/// When a waiting select must look again: the earliest timer delivery or
+/// its deadline.
+fn next_wake(cases: &[&mut (dyn Case + '_)], deadline: Option<Instant>) -> Option<Instant> {
+    cases
+        .iter()
+        .filter_map(|case| case.next_delivery())
+        .chain(deadline)
+        .min()
+}
+
 fn try_pass(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<usize> {
     order.iter().copied().find(|&i| cases[i].try_complete())
+}
+
+/// Before a select that waits on a buffer registers, waits a little (spin,
+/// then yield, as a plain blocking operation does before it queues) for a
+/// case to look ready, and tries again. A registered case waits in a queue
+/// (a bounded channel's permit queue, or a receive cell), and with more
+/// threads than cores every permit or message handed down that queue waits
+/// for its select to be scheduled: measured, 16 select producers and 16
+/// select consumers on a `bounded(10)` parked on every message (~1.7 us per
+/// message against 0.25 us with the wait). Not when every case waits on a
+/// rendezvous partner (or a timer): there the partner is a plain operation
+/// that finds a registered select at once, and a wait only delays that
+/// (Go's `chan_popular` shape measured 1.2-4.6x slower with it). And never
+/// with a rendezvous send case: its receiver may be a select waiting the
+/// same way, and a receiver only sees a sender that registered.
+fn await_ready(
+    cases: &mut [&mut (dyn Case + '_)],
+    order: &mut [usize],
+    deadline: Option<Instant>,
+) -> Option<usize> {
+    let rendezvous_send = cases
+        .iter()
+        .any(|case| case.key().is_some_and(|key| key.rendezvous && key.send));
+    // (loom skips the wait, so the second pass would only add interleavings.)
+    if cfg!(loom) || rendezvous_send || !cases.iter().any(|case| case.waits_on_buffer()) {
+        return None;
+    }
+    let wake = next_wake(cases, deadline);
+    if wake.is_some_and(|wake| Instant::now() >= wake) {
+        return None; // (a zero timeout, or a timer due: no wait)
+    }
+    let ready = || cases.iter().any(|case| case.looks_ready());
+    if !ready() && !spin_until(wake, ready) {
+        return None;
+    }
+    rng::shuffled(order);
+    try_pass(cases, order)
 }
 
 /// Finds the cases that would meet each other on a rendezvous channel: the

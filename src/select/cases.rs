@@ -221,6 +221,19 @@ impl<T> Case for RecvCase<'_, T> {
             Flavor::Chan(_) => None,
         }
     }
+
+    fn looks_ready(&self) -> bool {
+        match self.rx.flavor() {
+            Flavor::Chan(shared) => shared.chan.looks_ready(false),
+            Flavor::Timer(..) => false,
+        }
+    }
+    fn waits_on_buffer(&self) -> bool {
+        match self.rx.flavor() {
+            Flavor::Chan(shared) => shared.chan.capacity() != Some(0),
+            Flavor::Timer(..) => false,
+        }
+    }
 }
 
 /// A send case of a select. Not part of the API (for `select!`).
@@ -381,6 +394,13 @@ impl<T> Case for SendCase<'_, T> {
 
     fn next_delivery(&self) -> Option<Instant> {
         None
+    }
+
+    fn looks_ready(&self) -> bool {
+        self.tx.chan().looks_ready(true)
+    }
+    fn waits_on_buffer(&self) -> bool {
+        self.tx.chan().capacity() != Some(0)
     }
 }
 
