@@ -140,7 +140,7 @@ pub fn run<'c>(
         return Some(done);
     }
     if !block {
-        return None;
+        return second_look(cases, order);
     }
     find_meetings(cases);
     if let Some(done) = await_ready(cases, order, deadline) {
@@ -150,7 +150,7 @@ pub fn run<'c>(
         // (loom has no clock and must replay deterministically: there the
         // deadline passes when a timed park returns, below.)
         if !cfg!(loom) && deadline.is_some_and(|d| Instant::now() >= d) {
-            return None;
+            return second_look(cases, order);
         }
         rng::shuffled(order);
         let wake = next_wake(cases, deadline);
@@ -187,6 +187,23 @@ fn next_wake(cases: &[&mut (dyn Case + '_)], deadline: Option<Instant>) -> Optio
         .filter_map(|case| case.next_delivery())
         .chain(deadline)
         .min()
+}
+
+/// After a try pass found nothing, on the way to reporting that nothing
+/// was ready: if a case looks ready now, one more pass. A pass reads its
+/// cases one after another, so a case filled just after the pass went by it
+/// and another emptied just before the pass reached it leave the pass empty
+/// although some case was ready at every instant (crossbeam-channel's
+/// `linearizable_*` tests: one channel is filled, then the other drained,
+/// while a select with `default` looks at both). Every such change made
+/// before the pass ended shows here, so the second pass finds that case
+/// unless someone else takes it first.
+fn second_look(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<usize> {
+    if cases.iter().any(|case| case.looks_ready()) {
+        try_pass(cases, order)
+    } else {
+        None
+    }
 }
 
 fn try_pass(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<usize> {
