@@ -142,7 +142,7 @@ pub fn run<'c>(
     if !block {
         return second_look(cases, order);
     }
-    find_meetings(cases);
+    find_meetings(cases, order);
     if let Some(done) = await_ready(cases, order, deadline) {
         return Some(done);
     }
@@ -248,15 +248,19 @@ fn await_ready(
 }
 
 /// Finds the cases that would meet each other on a rendezvous channel: the
-/// first receive and the first send case on a channel are paired, further
-/// cases on the same side shadowed. Quadratic in the rendezvous cases, once
-/// per blocking select.
-fn find_meetings(cases: &mut [&mut (dyn Case + '_)]) {
-    for i in 0..cases.len() {
+/// first receive and the first send case on a channel, in the select's
+/// random `order`, are paired, further cases on the same side shadowed.
+/// Random, not source order: when the select waits, the one case that
+/// registers for its side of the channel is the one a partner completes, so
+/// in source order the first of several duplicate cases would win every
+/// time (crossbeam-channel's `fairness_duplicates` on a rendezvous channel).
+/// Quadratic in the rendezvous cases, once per blocking select.
+fn find_meetings(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) {
+    for (pos, &i) in order.iter().enumerate() {
         let Some(key) = cases[i].key().filter(|k| k.rendezvous) else {
             continue;
         };
-        if (0..i).any(|j| cases[j].key() == Some(key)) {
+        if order[..pos].iter().any(|&j| cases[j].key() == Some(key)) {
             cases[i].shadow();
             continue;
         }
@@ -264,7 +268,7 @@ fn find_meetings(cases: &mut [&mut (dyn Case + '_)]) {
             continue; // pairs are made from the receive side
         }
         let send = CaseKey { send: true, ..key };
-        if let Some(j) = (0..cases.len()).find(|&j| cases[j].key() == Some(send)) {
+        if let Some(&j) = order.iter().find(|&&j| cases[j].key() == Some(send)) {
             let slot = cases[j].pair_slot();
             cases[i].pair_with(j, slot);
         }
