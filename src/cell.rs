@@ -232,7 +232,8 @@ pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
 pub(crate) enum Registration {
     /// In a cell.
     Cell(InCell),
-    /// In a wait list (zero-sized messages, see `counting.rs`): the list's
+    /// In a wait list (zero-sized messages, see `counting.rs`; a select's
+    /// timer case, see `timer.rs`): the list's
     /// owner, the entry word, and the call that checks (`remove` false) or
     /// takes out (`remove` true) the entry.
     Listed {

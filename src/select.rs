@@ -38,8 +38,9 @@
 //! rendezvous channel register only once (the first in the random order);
 //! the others still take part in the try pass.
 //!
-//! Timer cases register nothing: the select parks until the earliest timer's
-//! delivery time and then tries again.
+//! A timer case is waited for by time: the select parks until the earliest
+//! timer's delivery time and then tries again. It also lists its entry with
+//! the timer, so that closing the timer wakes the select.
 
 mod builder;
 mod cases;

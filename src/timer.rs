@@ -7,12 +7,21 @@
 //! a backlog. A blocked receiver sleeps until the next delivery time (or its
 //! own deadline) in `parking_lot_core`, from which `close` wakes it.
 //!
+//! A select waits for a timer's delivery time with its own deadline, but it
+//! parks on its own waiter, not on the timer's key: so a select case on a
+//! timer also lists its entry with the timer, and `close` decides every
+//! listed select as closed (the waiter protocol of `waiter.rs`, under the
+//! list's lock, as a zero-sized channel's close does).
+//!
 //! Timers are plain atomics on the real clock: nothing here is shared with
 //! the cell protocol, so the loom models do not cover them (loom has no
 //! clock); the tests in `tests/timers.rs` do.
 
+use crate::cell::Registration;
+use crate::waiter::{decision, Entry};
 use crate::Fail;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a timer delivers, and when.
@@ -39,7 +48,16 @@ enum Schedule {
 pub(crate) struct Timer {
     schedule: Schedule,
     closed: AtomicBool,
+    /// The entries of selects waiting with a case on this timer.
+    selects: Mutex<Vec<*const Entry>>,
 }
+
+// SAFETY: the entries in `selects` are only dereferenced by `close`, under
+// the lock, and a listed entry's owner keeps it alive until it has taken it
+// out (which takes the lock) or was decided and woken (see `close`).
+unsafe impl Send for Timer {}
+// SAFETY: as above; everything else is atomics.
+unsafe impl Sync for Timer {}
 
 impl Timer {
     pub(crate) fn after(delay: Duration) -> Self {
@@ -71,6 +89,7 @@ impl Timer {
         Timer {
             schedule,
             closed: AtomicBool::new(false),
+            selects: Mutex::new(Vec::new()),
         }
     }
 
@@ -187,7 +206,8 @@ impl Timer {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Stops the timer; blocked receivers wake up and report `Closed`.
+    /// Stops the timer; blocked receivers and selects wake up and report
+    /// `Closed`.
     pub(crate) fn close(&self) -> bool {
         let first = !self.closed.swap(true, Ordering::Release);
         if first {
@@ -195,8 +215,43 @@ impl Timer {
             unsafe {
                 parking_lot_core::unpark_all(self.key(), parking_lot_core::DEFAULT_UNPARK_TOKEN);
             }
+            let mut selects = self.selects.lock().unwrap_or_else(|e| e.into_inner());
+            for entry in selects.drain(..) {
+                // SAFETY: listed, so alive while we hold the lock (see the
+                // `Sync` impl); its waiter outlives it.
+                let (entry, waiter) = unsafe { (&*entry, &*(*entry).waiter) };
+                // A select still registering cannot be decided: it learns
+                // (`LOST`) that it must look again, and then finds the
+                // timer closed. One that gave up or chose another case
+                // takes its entry out itself (here: already gone).
+                if waiter.try_decide(decision(entry.case, true)) {
+                    // Under the lock: the owner may not go before its wake.
+                    waiter.wake();
+                }
+            }
         }
         first
+    }
+
+    /// Lists a select's `entry`, for `close` to decide. `None`: the timer
+    /// is closed (the case completes at once).
+    pub(crate) fn register(&self, entry: &Entry) -> Option<Registration> {
+        let mut selects = self.selects.lock().unwrap_or_else(|e| e.into_inner());
+        // Under the lock: `close` sets the flag before it takes the lock to
+        // drain, so either it finds our entry or we see the flag.
+        if self.is_closed() {
+            return None;
+        }
+        selects.push(entry);
+        // SAFETY: the timer outlives the registration (the select holds
+        // the receiver), and `listed_ops` only takes the lock.
+        Some(unsafe {
+            Registration::listed(
+                self as *const Self as *const (),
+                entry as *const Entry as usize,
+                listed_ops,
+            )
+        })
     }
 
     /// 1 while a delivery is due and not taken, else 0.
@@ -205,5 +260,24 @@ impl Timer {
             Some(at) if Instant::now() >= at => 1,
             _ => 0,
         }
+    }
+}
+
+/// What a listed [`Registration`] of a select calls back: whether the entry
+/// is still listed (`remove` false), or take it out (`remove` true).
+///
+/// # Safety
+/// `owner` is the live `Timer` whose list `word`'s entry went into.
+unsafe fn listed_ops(owner: *const (), word: usize, remove: bool) -> bool {
+    // SAFETY: per the contract.
+    let timer = unsafe { &*(owner as *const Timer) };
+    let mut selects = timer.selects.lock().unwrap_or_else(|e| e.into_inner());
+    let at = selects.iter().position(|&e| e as usize == word);
+    match at {
+        Some(at) if remove => {
+            selects.swap_remove(at);
+            false
+        }
+        at => at.is_some(),
     }
 }

@@ -123,3 +123,36 @@ fn select_loop_with_timeout_and_tick() {
     assert_eq!(msgs, 5);
     assert!(ticks >= 2, "ticks: {ticks}");
 }
+
+#[test]
+fn close_wakes_a_select_parked_on_a_timer() {
+    // A select waits for a timer by its delivery time, parked on its own
+    // waiter: closing the timer must still wake it, with the timer's case
+    // reporting the close (and a select on a closed timer sees it at once).
+    let timers: [fn() -> scalechan::Receiver<Instant>; 3] = [
+        never,
+        || after(Duration::from_secs(3600)),
+        || tick(Duration::from_secs(3600)),
+    ];
+    for make in timers {
+        let timer = make();
+        let (_tx, rx) = scalechan::bounded::<u8>(0);
+        thread::scope(|s| {
+            let waiting = s.spawn(|| {
+                select! {
+                    recv(rx) -> _ => panic!("nothing was sent"),
+                    recv(timer) -> m => m,
+                }
+            });
+            thread::sleep(Duration::from_millis(20));
+            assert!(!waiting.is_finished(), "the select did not wait");
+            assert!(timer.close());
+            assert!(waiting.join().unwrap().is_err());
+        });
+        let at_once = select! {
+            recv(rx) -> _ => panic!("nothing was sent"),
+            recv(timer) -> m => m,
+        };
+        assert!(at_once.is_err());
+    }
+}

@@ -112,8 +112,30 @@ impl<T> Case for RecvCase<'_, T> {
     }
 
     fn register(&mut self, registrar: &Registrar<'_>) -> Registered {
-        let Flavor::Chan(shared) = self.rx.flavor() else {
-            return Registered::Pending; // timers wait by deadline
+        let shared = match self.rx.flavor() {
+            Flavor::Chan(shared) => shared,
+            // A timer is waited for by its delivery time; listed only so
+            // that its close wakes the select.
+            Flavor::Timer(timer, _) => {
+                if self.regs.recv.is_some() {
+                    return Registered::Pending;
+                }
+                self.entries.0[0] = Entry {
+                    waiter: registrar.waiter,
+                    case: registrar.index,
+                    slot: ptr::null_mut(),
+                };
+                return match timer.register(&self.entries.0[0]) {
+                    Some(reg) => {
+                        self.regs.recv = Some(reg);
+                        Registered::Pending
+                    }
+                    None => {
+                        self.result = Some(Err(RecvError));
+                        Registered::Done
+                    }
+                };
+            }
         };
         if self.shadowed {
             return Registered::Pending;
@@ -202,8 +224,8 @@ impl<T> Case for RecvCase<'_, T> {
 
     fn complete(&mut self, closed: bool) {
         debug_assert!(
-            matches!(self.rx.flavor(), Flavor::Chan(_)),
-            "timers are never decided by a partner"
+            closed || matches!(self.rx.flavor(), Flavor::Chan(_)),
+            "timers are only decided by their close"
         );
         self.result = Some(if closed {
             Err(RecvError)
