@@ -51,6 +51,8 @@ pub mod select;
 mod semaphore;
 mod timer;
 mod waiter;
+#[cfg(not(loom))]
+mod yielding;
 
 pub use channel::{bounded, unbounded, IntoIter, Iter, Receiver, Sender, TryIter};
 pub use error::{

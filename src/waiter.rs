@@ -27,6 +27,8 @@
 use crate::loom::park::{Parker, UnparkHandle};
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::SpinLoad;
+#[cfg(not(loom))]
+use crate::yielding;
 use std::time::Instant;
 
 /// `Waiter::state`: waiting for a partner; any may decide it.
@@ -369,15 +371,25 @@ pub(crate) fn yield_until(deadline: Option<Instant>, done: impl Fn() -> bool) ->
     #[cfg(not(loom))]
     {
         let start = Instant::now();
+        let Some(phase) = yielding::Phase::begin(start) else {
+            return done(); // yields go to other processes now: park instead
+        };
         let until = deadline.map_or(start + YIELD_FOR, |d| d.min(start + YIELD_FOR));
+        let mut before = start;
         loop {
             std::thread::yield_now();
             if done() {
                 return true;
             }
-            if Instant::now() >= until {
+            let now = Instant::now();
+            if now - before >= yielding::SLOW_YIELD {
+                phase.slow_yield(now);
                 return false;
             }
+            if now >= until {
+                return false;
+            }
+            before = now;
         }
     }
 }
