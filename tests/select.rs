@@ -756,3 +756,29 @@ fn zero_sized_quit_and_semaphore_under_select() {
     assert_eq!(done.into_inner(), items * (items - 1) / 2);
     assert_eq!(permit_rx.len(), 0);
 }
+
+#[test]
+fn macro_takes_default_with_empty_parentheses() {
+    let (_tx, rx) = bounded::<i32>(1);
+    let got = select! {
+        recv(rx) -> _ => 1,
+        default() => 2,
+    };
+    assert_eq!(got, 2);
+}
+
+#[test]
+fn macro_operand_may_borrow_a_temporary() {
+    // crossbeam's optional-case idiom: a case that is sometimes disabled by
+    // receiving from a `never()` made on the spot.
+    let (tx, rx) = bounded::<i32>(1);
+    tx.send(7).unwrap();
+    for enabled in [false, true] {
+        let maybe = if enabled { Some(&rx) } else { None };
+        let got = select! {
+            recv(maybe.unwrap_or(&never())) -> m => m.ok(),
+            default(Duration::from_millis(5)) => None,
+        };
+        assert_eq!(got, enabled.then_some(7));
+    }
+}

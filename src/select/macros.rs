@@ -12,6 +12,7 @@
 ///     recv(rx) -> msg => body,          // msg: Result<T, RecvError>
 ///     send(tx, value) -> res => body,   // res: Result<(), SendError<T>>
 ///     default => body,                  // optional: nothing was ready
+///                                       // (`default() => body` too)
 ///     default(timeout) => body,         // or: nothing within `timeout`
 /// }
 /// ```
@@ -104,16 +105,16 @@ macro_rules! __select_internal {
         $crate::__select_internal!(@parse [$($cases)* (send ($tx) ($value) ($res) ($body))] $default)
     };
 
-    (@parse $cases:tt [] default => $body:block, $($rest:tt)*) => {
+    (@parse $cases:tt [] default $(())? => $body:block, $($rest:tt)*) => {
         $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
     };
-    (@parse $cases:tt [] default => $body:block $($rest:tt)*) => {
+    (@parse $cases:tt [] default $(())? => $body:block $($rest:tt)*) => {
         $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
     };
-    (@parse $cases:tt [] default => $body:expr, $($rest:tt)*) => {
+    (@parse $cases:tt [] default $(())? => $body:expr, $($rest:tt)*) => {
         $crate::__select_internal!(@parse $cases [(now) ($body)] $($rest)*)
     };
-    (@parse $cases:tt [] default => $body:expr) => {
+    (@parse $cases:tt [] default $(())? => $body:expr) => {
         $crate::__select_internal!(@parse $cases [(now) ($body)])
     };
     (@parse $cases:tt [] default($timeout:expr $(,)?) => $body:block, $($rest:tt)*) => {
@@ -142,16 +143,25 @@ macro_rules! __select_internal {
     // ------------------------------------------------------------- binding
     // One nested block per case, in source order. Each `case` below is a
     // distinct binding (macro hygiene), carried on to the run by its token.
-    (@bind [$($bound:tt)*] [(recv ($rx:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {{
-        let rx = &$rx;
-        let mut case = $crate::select::RecvCase::new(rx);
-        $crate::__select_internal!(@bind [$($bound)* (recv case $res $body)] [$($rest)*] $default)
-    }};
-    (@bind [$($bound:tt)*] [(send ($tx:expr) ($value:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {{
-        let tx = &$tx;
-        let mut case = $crate::select::SendCase::new(tx, $value);
-        $crate::__select_internal!(@bind [$($bound)* (send case $res $body)] [$($rest)*] $default)
-    }};
+    // A `match` on the operand, not a `let`: temporaries in it (crossbeam's
+    // optional-case idiom `recv(rx.as_ref().unwrap_or(&never()))`) live to
+    // the end of the match, so through the whole select.
+    (@bind [$($bound:tt)*] [(recv ($rx:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {
+        match &$rx {
+            rx => {
+                let mut case = $crate::select::RecvCase::new(rx);
+                $crate::__select_internal!(@bind [$($bound)* (recv case $res $body)] [$($rest)*] $default)
+            }
+        }
+    };
+    (@bind [$($bound:tt)*] [(send ($tx:expr) ($value:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {
+        match &$tx {
+            tx => {
+                let mut case = $crate::select::SendCase::new(tx, $value);
+                $crate::__select_internal!(@bind [$($bound)* (send case $res $body)] [$($rest)*] $default)
+            }
+        }
+    };
     (@bind [] [] $default:tt) => {{
         let (block, deadline) = $crate::__select_internal!(@mode $default);
         let index = $crate::select::run(&mut [], &mut [], block, deadline);
