@@ -66,6 +66,7 @@ use scalechan::{
     SendError, SendTimeoutError, Sender, TryRecvError, TrySendError,
 };
 use std::any::Any;
+use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -135,6 +136,18 @@ enum End {
     DropReceivers,
     CloseBySender,
     CloseByReceiver,
+}
+
+impl End {
+    /// Closes the channel through the side a `Close*` end names; returns
+    /// what that `close()` returned.
+    fn close<T>(self, s: &Sender<T>, r: &Receiver<T>) -> bool {
+        match self {
+            End::CloseBySender => s.close(),
+            End::CloseByReceiver => r.close(),
+            End::DropSenders | End::DropReceivers => unreachable!("{self:?} is no close"),
+        }
+    }
 }
 
 /// Calls `f` until it yields a value, for at most [`LONG`].
@@ -210,6 +223,53 @@ impl Drop for GateGuard<'_> {
     }
 }
 
+/// For each flavour in `flavors`, a fresh channel whose sender goes to
+/// `sender` and whose receiver goes to `receiver`, on two scoped threads that
+/// share a two-party [`Gate`]; each holds its guard, so a panic on one side
+/// fails the other's waits.
+fn gated_pair<T: Send>(
+    flavors: &[Flavor],
+    sender: impl Fn(Flavor, &Gate, Sender<T>) + Sync,
+    receiver: impl Fn(Flavor, &Gate, Receiver<T>) + Sync,
+) {
+    let (sender, receiver) = (&sender, &receiver);
+    for &f in flavors {
+        let (s, r) = f.make::<T>();
+        let gate = &Gate::new(2);
+        thread::scope(|sc| {
+            sc.spawn(move || {
+                let _g = gate.guard();
+                sender(f, gate, s)
+            });
+            sc.spawn(move || {
+                let _g = gate.guard();
+                receiver(f, gate, r)
+            });
+        });
+    }
+}
+
+/// Spawns `n` scoped threads; the k-th runs `f(k, h)` with its own clone `h`
+/// of `handle`.
+fn spawn_each<'scope, H, R, F>(
+    sc: &'scope thread::Scope<'scope, '_>,
+    n: usize,
+    handle: &H,
+    f: F,
+) -> Vec<thread::ScopedJoinHandle<'scope, R>>
+where
+    H: Clone + Send + 'scope,
+    R: Send + 'scope,
+    F: FnOnce(usize, H) -> R + Clone + Send + 'scope,
+{
+    (0..n)
+        .map(|k| {
+            let (h, f) = (handle.clone(), f.clone());
+            sc.spawn(move || f(k, h))
+        })
+        .collect()
+}
+
 /// Sender and receiver must agree on (len, is_empty, is_full).
 fn state<T>(s: &Sender<T>, r: &Receiver<T>) -> (usize, bool, bool) {
     let st = (s.len(), s.is_empty(), s.is_full());
@@ -229,6 +289,62 @@ fn assert_fair(hits: &[usize], count: usize, what: &str) {
         hits.iter().all(|&x| x >= share / 2 && x <= share * 2),
         "{what}: unfair {hits:?}"
     );
+}
+
+/// Runs `count` selects (`select_one` returns the index of the case it
+/// took) and checks that each of the `N` cases got a fair share.
+fn fair_selects<const N: usize>(count: usize, what: &str, mut select_one: impl FnMut() -> usize) {
+    let mut hits = [0usize; N];
+    for _ in 0..count {
+        hits[select_one()] += 1;
+    }
+    assert_fair(&hits, count, what);
+}
+
+/// A thread's receiving selects against this thread's sending selects, `N`
+/// cases each, on rendezvous channels: both sides must be fair.
+fn fair_selects_zero<const N: usize>(
+    count: usize,
+    recv_one: impl FnMut() -> usize + Send,
+    send_one: impl FnMut() -> usize,
+) {
+    thread::scope(|sc| {
+        sc.spawn(|| fair_selects::<N>(count, "recv", recv_one));
+        fair_selects::<N>(count, "send", send_one);
+    });
+}
+
+/// iter.rs's request/response shape: a thread drains the responses with
+/// `try_iter` and asks for more (on a rendezvous channel with `try_send`,
+/// as nobody may be waiting) until they sum to `total`; this thread answers
+/// every request with `each`. Returns the sum the asking thread saw.
+fn request_response(f: Flavor, total: usize, each: usize) -> usize {
+    let (request_s, request_r) = f.make::<()>();
+    let (response_s, response_r) = f.make::<usize>();
+    thread::scope(|sc| {
+        let h = sc.spawn(move || {
+            let mut sum = 0;
+            loop {
+                for x in response_r.try_iter() {
+                    sum += x;
+                    if sum == total {
+                        return sum;
+                    }
+                }
+                if f == Zero {
+                    let _ = request_s.try_send(());
+                } else {
+                    request_s.send(()).unwrap();
+                }
+            }
+        });
+        for _ in request_r.iter() {
+            if response_s.send(each).is_err() {
+                break;
+            }
+        }
+        h.join().unwrap()
+    })
 }
 
 /// A message that counts its drops in a shared counter.
@@ -477,33 +593,28 @@ mod flavors {
 
     #[test]
     fn try_recv_sees_message_then_closed() {
-        for f in FLAVORS {
-            let (s, r) = f.make::<i32>();
-            let b = &Gate::new(2);
-            thread::scope(|sc| {
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    assert_eq!(r.try_recv(), Err(TryRecvError::Empty), "{f:?}");
-                    b.wait();
-                    let got = poll("the message", || match r.try_recv() {
-                        Ok(v) => Some(v),
-                        Err(TryRecvError::Empty) => None,
-                        Err(TryRecvError::Closed) => panic!("{f:?}: closed before the message"),
-                    });
-                    assert_eq!(got, 7);
-                    b.wait();
-                    assert_eq!(r.try_recv(), Err(TryRecvError::Closed), "{f:?}");
-                    assert_eq!(r.try_recv(), Err(TryRecvError::Closed), "{f:?}");
+        gated_pair::<i32>(
+            &FLAVORS,
+            |_, b, s| {
+                b.wait();
+                s.send(7).unwrap();
+                drop(s);
+                b.wait();
+            },
+            |f, b, r| {
+                assert_eq!(r.try_recv(), Err(TryRecvError::Empty), "{f:?}");
+                b.wait();
+                let got = poll("the message", || match r.try_recv() {
+                    Ok(v) => Some(v),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Closed) => panic!("{f:?}: closed before the message"),
                 });
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    b.wait();
-                    s.send(7).unwrap();
-                    drop(s);
-                    b.wait();
-                });
-            });
-        }
+                assert_eq!(got, 7);
+                b.wait();
+                assert_eq!(r.try_recv(), Err(TryRecvError::Closed), "{f:?}");
+                assert_eq!(r.try_recv(), Err(TryRecvError::Closed), "{f:?}");
+            },
+        );
     }
 
     #[test]
@@ -531,75 +642,65 @@ mod flavors {
 
     #[test]
     fn recv_timeout_times_out_receives_then_closed() {
-        for f in FLAVORS {
-            let (s, r) = f.make::<i32>();
-            let b = &Gate::new(2);
-            thread::scope(|sc| {
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    let start = Instant::now();
-                    assert_eq!(r.recv_timeout(ms(15)), Err(RecvTimeoutError::Timeout));
-                    assert!(start.elapsed() >= ms(15), "{f:?}");
-                    b.wait();
-                    assert_eq!(r.recv_timeout(LONG), Ok(7), "{f:?}");
-                    assert_eq!(r.recv_timeout(LONG), Err(RecvTimeoutError::Closed));
-                    assert_eq!(r.recv_timeout(ms(0)), Err(RecvTimeoutError::Closed));
-                });
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    b.wait();
-                    thread::sleep(ms(5));
-                    s.send(7).unwrap();
-                });
-            });
-        }
+        gated_pair::<i32>(
+            &FLAVORS,
+            |_, b, s| {
+                b.wait();
+                thread::sleep(ms(5));
+                s.send(7).unwrap();
+            },
+            |f, b, r| {
+                let start = Instant::now();
+                assert_eq!(r.recv_timeout(ms(15)), Err(RecvTimeoutError::Timeout));
+                assert!(start.elapsed() >= ms(15), "{f:?}");
+                b.wait();
+                assert_eq!(r.recv_timeout(LONG), Ok(7), "{f:?}");
+                assert_eq!(r.recv_timeout(LONG), Err(RecvTimeoutError::Closed));
+                assert_eq!(r.recv_timeout(ms(0)), Err(RecvTimeoutError::Closed));
+            },
+        );
     }
 
     #[test]
     fn try_send_full_then_room_then_closed_array() {
-        for cap in [1, 3] {
-            let (s, r) = bounded::<usize>(cap);
-            let b = &Gate::new(2);
-            thread::scope(|sc| {
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    for i in 0..cap {
-                        assert_eq!(s.try_send(i), Ok(()));
-                    }
-                    assert_eq!(s.try_send(cap), Err(TrySendError::Full(cap)));
-                    b.wait(); // A: the receiver may start
-                    b.wait(); // B: it took one and found the rest
-                    assert_eq!(s.try_send(100), Ok(()));
-                    assert_eq!(s.len(), 1);
-                    b.wait(); // C
-                    b.wait(); // D: the receiver is gone
-                    assert_eq!(s.try_send(101), Err(TrySendError::Closed(101)));
-                    assert_eq!(s.len(), 0);
-                });
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    b.wait(); // A
-                    for i in 0..cap {
-                        assert_eq!(r.try_recv(), Ok(i));
-                    }
-                    assert_eq!(r.try_recv(), Err(TryRecvError::Empty));
-                    b.wait(); // B
-                    b.wait(); // C
-                    assert_eq!(r.recv(), Ok(100));
-                    drop(r);
-                    b.wait(); // D
-                });
-            });
-        }
+        gated_pair::<usize>(
+            &[Array(1), Array(3)],
+            |f, b, s| {
+                let cap = f.cap().unwrap();
+                for i in 0..cap {
+                    assert_eq!(s.try_send(i), Ok(()));
+                }
+                assert_eq!(s.try_send(cap), Err(TrySendError::Full(cap)));
+                b.wait(); // A: the receiver may start
+                b.wait(); // B: it took one and found the rest
+                assert_eq!(s.try_send(100), Ok(()));
+                assert_eq!(s.len(), 1);
+                b.wait(); // C
+                b.wait(); // D: the receiver is gone
+                assert_eq!(s.try_send(101), Err(TrySendError::Closed(101)));
+                assert_eq!(s.len(), 0);
+            },
+            |f, b, r| {
+                let cap = f.cap().unwrap();
+                b.wait(); // A
+                for i in 0..cap {
+                    assert_eq!(r.try_recv(), Ok(i));
+                }
+                assert_eq!(r.try_recv(), Err(TryRecvError::Empty));
+                b.wait(); // B
+                b.wait(); // C
+                assert_eq!(r.recv(), Ok(100));
+                drop(r);
+                b.wait(); // D
+            },
+        );
     }
 
     #[test]
     fn try_send_full_then_taken_then_closed_zero() {
-        let (s, r) = bounded::<i32>(0);
-        let b = &Gate::new(2);
-        thread::scope(|sc| {
-            sc.spawn(move || {
-                let _g = b.guard();
+        gated_pair::<i32>(
+            &[Zero],
+            |_, b, s| {
                 assert_eq!(s.try_send(7), Err(TrySendError::Full(7)));
                 b.wait();
                 poll("a parked receiver", || match s.try_send(8) {
@@ -609,15 +710,14 @@ mod flavors {
                 });
                 b.wait();
                 assert_eq!(s.try_send(9), Err(TrySendError::Closed(9)));
-            });
-            sc.spawn(move || {
-                let _g = b.guard();
+            },
+            |_, b, r| {
                 b.wait();
                 assert_eq!(r.recv(), Ok(8));
                 drop(r);
                 b.wait();
-            });
-        });
+            },
+        );
     }
 
     #[test]
@@ -698,46 +798,42 @@ mod flavors {
 
     #[test]
     fn send_timeout_times_out_then_succeeds_then_closed() {
-        for f in [Array(2), Array(1), Zero] {
-            let cap = f.cap().unwrap();
-            let (s, r) = f.make::<usize>();
-            let b = &Gate::new(2);
-            thread::scope(|sc| {
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    for i in 0..cap {
-                        assert_eq!(s.send_timeout(i, LONG), Ok(()));
-                    }
-                    let start = Instant::now();
-                    assert_eq!(
-                        s.send_timeout(cap, ms(15)),
-                        Err(SendTimeoutError::Timeout(cap))
-                    );
-                    assert!(start.elapsed() >= ms(15), "{f:?}");
-                    b.wait(); // A
-                    assert_eq!(s.send_timeout(cap + 1, LONG), Ok(()), "{f:?}");
-                    b.wait(); // B: the receiver is gone
-                    assert_eq!(s.send(cap + 2), Err(SendError(cap + 2)));
-                    assert_eq!(
-                        s.send_timeout(cap + 3, LONG),
-                        Err(SendTimeoutError::Closed(cap + 3))
-                    );
-                    assert_eq!(s.try_send(cap + 4), Err(TrySendError::Closed(cap + 4)));
-                });
-                sc.spawn(move || {
-                    let _g = b.guard();
-                    b.wait(); // A
-                    thread::sleep(ms(5));
-                    for i in 0..cap {
-                        assert_eq!(r.recv(), Ok(i), "{f:?}");
-                    }
-                    // The timed-out message left no trace.
-                    assert_eq!(r.recv(), Ok(cap + 1), "{f:?}");
-                    drop(r);
-                    b.wait(); // B
-                });
-            });
-        }
+        gated_pair::<usize>(
+            &[Array(2), Array(1), Zero],
+            |f, b, s| {
+                let cap = f.cap().unwrap();
+                for i in 0..cap {
+                    assert_eq!(s.send_timeout(i, LONG), Ok(()));
+                }
+                let start = Instant::now();
+                assert_eq!(
+                    s.send_timeout(cap, ms(15)),
+                    Err(SendTimeoutError::Timeout(cap))
+                );
+                assert!(start.elapsed() >= ms(15), "{f:?}");
+                b.wait(); // A
+                assert_eq!(s.send_timeout(cap + 1, LONG), Ok(()), "{f:?}");
+                b.wait(); // B: the receiver is gone
+                assert_eq!(s.send(cap + 2), Err(SendError(cap + 2)));
+                assert_eq!(
+                    s.send_timeout(cap + 3, LONG),
+                    Err(SendTimeoutError::Closed(cap + 3))
+                );
+                assert_eq!(s.try_send(cap + 4), Err(TrySendError::Closed(cap + 4)));
+            },
+            |f, b, r| {
+                let cap = f.cap().unwrap();
+                b.wait(); // A
+                thread::sleep(ms(5));
+                for i in 0..cap {
+                    assert_eq!(r.recv(), Ok(i), "{f:?}");
+                }
+                // The timed-out message left no trace.
+                assert_eq!(r.recv(), Ok(cap + 1), "{f:?}");
+                drop(r);
+                b.wait(); // B
+            },
+        );
     }
 
     #[test]
@@ -781,12 +877,7 @@ mod flavors {
                     }
                     End::DropSenders => drop(s),
                     End::CloseBySender | End::CloseByReceiver => {
-                        let closed = if end == End::CloseBySender {
-                            s.close()
-                        } else {
-                            r.close()
-                        };
-                        assert!(closed, "{what}");
+                        assert!(end.close(&s, &r), "{what}");
                         assert!(s.is_closed() && r.is_closed());
                         assert_eq!(s.send(4), Err(SendError(4)));
                         assert_eq!(s.try_send(5), Err(TrySendError::Closed(5)));
@@ -835,32 +926,20 @@ mod flavors {
         }
         let what = format!("{f:?} {end:?} n={n} timed={timed}");
         thread::scope(|sc| {
-            let hs: Vec<_> = (0..n)
-                .map(|k| {
-                    let s = s.clone();
-                    sc.spawn(move || {
-                        let v = 100 + k;
-                        if timed {
-                            assert_eq!(s.send_timeout(v, LONG), Err(SendTimeoutError::Closed(v)));
-                        } else {
-                            assert_eq!(s.send(v), Err(SendError(v)));
-                        }
-                    })
-                })
-                .collect();
+            let hs = spawn_each(sc, n, &s, move |k, s| {
+                let v = 100 + k;
+                if timed {
+                    assert_eq!(s.send_timeout(v, LONG), Err(SendTimeoutError::Closed(v)));
+                } else {
+                    assert_eq!(s.send(v), Err(SendError(v)));
+                }
+            });
             thread::sleep(ms(10));
             match end {
                 End::DropReceivers => drop(r),
-                End::CloseByReceiver => {
-                    assert!(r.close(), "{what}");
+                End::CloseByReceiver | End::CloseBySender => {
+                    assert!(end.close(&s, &r), "{what}");
                     // The messages sent before the close stay receivable.
-                    for i in 0..cap {
-                        assert_eq!(r.recv(), Ok(i), "{what}");
-                    }
-                    assert_eq!(r.recv(), Err(RecvError), "{what}");
-                }
-                End::CloseBySender => {
-                    assert!(s.close(), "{what}");
                     for i in 0..cap {
                         assert_eq!(r.recv(), Ok(i), "{what}");
                     }
@@ -879,18 +958,13 @@ mod flavors {
         let (s, r) = f.make::<usize>();
         let what = format!("{f:?} {end:?} n={n} timed={timed}");
         thread::scope(|sc| {
-            let hs: Vec<_> = (0..n)
-                .map(|_| {
-                    let r = r.clone();
-                    sc.spawn(move || {
-                        if timed {
-                            assert_eq!(r.recv_timeout(LONG), Err(RecvTimeoutError::Closed));
-                        } else {
-                            assert_eq!(r.recv(), Err(RecvError));
-                        }
-                    })
-                })
-                .collect();
+            let hs = spawn_each(sc, n, &r, move |_, r| {
+                if timed {
+                    assert_eq!(r.recv_timeout(LONG), Err(RecvTimeoutError::Closed));
+                } else {
+                    assert_eq!(r.recv(), Err(RecvError));
+                }
+            });
             thread::sleep(ms(10));
             match end {
                 End::DropSenders => drop(s),
@@ -1051,32 +1125,7 @@ mod flavors {
     #[test]
     fn stress_iter_request_response() {
         for f in FLAVORS {
-            let count = blocking_count(f, 1_000);
-            let (request_s, request_r) = f.make::<()>();
-            let (response_s, response_r) = f.make::<usize>();
-            thread::scope(|sc| {
-                sc.spawn(move || {
-                    let mut total = 0;
-                    loop {
-                        for x in response_r.try_iter() {
-                            total += x;
-                            if total == count {
-                                return;
-                            }
-                        }
-                        if f == Zero {
-                            let _ = request_s.try_send(());
-                        } else {
-                            request_s.send(()).unwrap();
-                        }
-                    }
-                });
-                for _ in request_r.iter() {
-                    if response_s.send(1).is_err() {
-                        break;
-                    }
-                }
-            });
+            request_response(f, blocking_count(f, 1_000), 1);
         }
     }
 
@@ -1182,29 +1231,27 @@ mod flavors {
                 }
             }
         }
-        for f in [List, Array(2), Array(5)] {
+        /// Two bombs buffered in a fresh channel whose senders are gone.
+        fn two_buffered(f: Flavor, armed: bool) -> (Arc<Vec<AtomicUsize>>, Receiver<Bomb>) {
             let drops = Arc::new(vec![AtomicUsize::new(0), AtomicUsize::new(0)]);
-            // Unarmed: both dropped with the channel.
-            let armed = Arc::new(AtomicBool::new(false));
+            let armed = Arc::new(AtomicBool::new(armed));
             let (s, r) = f.make::<Bomb>();
             for id in 0..2 {
                 let (drops, armed) = (drops.clone(), armed.clone());
                 s.send(Bomb { id, drops, armed }).unwrap();
             }
             drop(s);
+            (drops, r)
+        }
+        for f in [List, Array(2), Array(5)] {
+            // Unarmed: both dropped with the channel.
+            let (drops, r) = two_buffered(f, false);
             drop(r);
             assert_eq!(drops[0].load(SeqCst), 1, "{f:?}");
             assert_eq!(drops[1].load(SeqCst), 1, "{f:?}");
 
             // Armed: the panic surfaces from the last receiver's drop.
-            let drops = Arc::new(vec![AtomicUsize::new(0), AtomicUsize::new(0)]);
-            let armed = Arc::new(AtomicBool::new(true));
-            let (s, r) = f.make::<Bomb>();
-            for id in 0..2 {
-                let (drops, armed) = (drops.clone(), armed.clone());
-                s.send(Bomb { id, drops, armed }).unwrap();
-            }
-            drop(s);
+            let (drops, r) = two_buffered(f, true);
             let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(r)));
             let payload = res.expect_err("the message's panic must surface");
             assert_eq!(payload.downcast_ref::<&str>(), Some(&"first drop"), "{f:?}");
@@ -1282,14 +1329,24 @@ mod flavors {
                 s1.send(()).unwrap();
                 s2.send(()).unwrap();
             }
-            let mut hits = [0usize; 2];
-            for _ in 0..COUNT {
+            fair_selects::<2>(COUNT, &format!("{f:?}"), || {
                 select! {
-                    recv(r1) -> m => { m.unwrap(); hits[0] += 1 },
-                    recv(r2) -> m => { m.unwrap(); hits[1] += 1 },
+                    recv(r1) -> m => { m.unwrap(); 0 },
+                    recv(r2) -> m => { m.unwrap(); 1 },
                 }
-            }
-            assert_fair(&hits, COUNT, &format!("{f:?}"));
+            });
+        }
+    }
+
+    /// One select over five receive cases on the same channel; returns the
+    /// index of the case taken.
+    fn select_recv5(r: &Receiver<()>) -> usize {
+        select! {
+            recv(r) -> _ => 0,
+            recv(r) -> _ => 1,
+            recv(r) -> _ => 2,
+            recv(r) -> _ => 3,
+            recv(r) -> _ => 4,
         }
     }
 
@@ -1301,17 +1358,7 @@ mod flavors {
             for _ in 0..COUNT {
                 s.send(()).unwrap();
             }
-            let mut hits = [0usize; 5];
-            for _ in 0..COUNT {
-                select! {
-                    recv(r) -> _ => hits[0] += 1,
-                    recv(r) -> _ => hits[1] += 1,
-                    recv(r) -> _ => hits[2] += 1,
-                    recv(r) -> _ => hits[3] += 1,
-                    recv(r) -> _ => hits[4] += 1,
-                }
-            }
-            assert_fair(&hits, COUNT, &format!("{f:?}"));
+            fair_selects::<5>(COUNT, &format!("{f:?}"), || select_recv5(&r));
             assert!(r.is_empty());
         }
     }
@@ -1321,58 +1368,30 @@ mod flavors {
         const COUNT: usize = 600;
         let (s1, r1) = bounded::<()>(0);
         let (s2, r2) = bounded::<()>(0);
-        thread::scope(|sc| {
-            sc.spawn(|| {
-                let mut hits = [0usize; 2];
-                for _ in 0..COUNT {
-                    select! {
-                        recv(r1) -> _ => hits[0] += 1,
-                        recv(r2) -> _ => hits[1] += 1,
-                    }
-                }
-                assert_fair(&hits, COUNT, "recv");
-            });
-            let mut hits = [0usize; 2];
-            for _ in 0..COUNT {
-                select! {
-                    send(s1, ()) -> _ => hits[0] += 1,
-                    send(s2, ()) -> _ => hits[1] += 1,
-                }
-            }
-            assert_fair(&hits, COUNT, "send");
-        });
+        fair_selects_zero::<2>(
+            COUNT,
+            || select! { recv(r1) -> _ => 0, recv(r2) -> _ => 1 },
+            || select! { send(s1, ()) -> _ => 0, send(s2, ()) -> _ => 1 },
+        );
     }
 
     #[test]
     fn fairness_duplicates_zero() {
         const COUNT: usize = 600;
         let (s, r) = bounded::<()>(0);
-        thread::scope(|sc| {
-            sc.spawn(|| {
-                let mut hits = [0usize; 5];
-                for _ in 0..COUNT {
-                    select! {
-                        recv(r) -> _ => hits[0] += 1,
-                        recv(r) -> _ => hits[1] += 1,
-                        recv(r) -> _ => hits[2] += 1,
-                        recv(r) -> _ => hits[3] += 1,
-                        recv(r) -> _ => hits[4] += 1,
-                    }
-                }
-                assert_fair(&hits, COUNT, "recv");
-            });
-            let mut hits = [0usize; 5];
-            for _ in 0..COUNT {
+        fair_selects_zero::<5>(
+            COUNT,
+            || select_recv5(&r),
+            || {
                 select! {
-                    send(s, ()) -> _ => hits[0] += 1,
-                    send(s, ()) -> _ => hits[1] += 1,
-                    send(s, ()) -> _ => hits[2] += 1,
-                    send(s, ()) -> _ => hits[3] += 1,
-                    send(s, ()) -> _ => hits[4] += 1,
+                    send(s, ()) -> _ => 0,
+                    send(s, ()) -> _ => 1,
+                    send(s, ()) -> _ => 2,
+                    send(s, ()) -> _ => 3,
+                    send(s, ()) -> _ => 4,
                 }
-            }
-            assert_fair(&hits, COUNT, "send");
-        });
+            },
+        );
     }
 
     #[test]
@@ -1759,6 +1778,69 @@ mod mpsc {
     //! `sync_channel(n)` is `bounded(n)`.
     use super::*;
 
+    /// Spawns `n` threads; the k-th runs `f(k, tx)` with its own clone of
+    /// `tx`.
+    fn spawn_senders<T: Send + 'static>(
+        n: usize,
+        tx: &Sender<T>,
+        f: impl FnOnce(usize, Sender<T>) + Clone + Send + 'static,
+    ) -> Vec<thread::JoinHandle<()>> {
+        (0..n)
+            .map(|k| {
+                let (tx, f) = (tx.clone(), f.clone());
+                thread::spawn(move || f(k, tx))
+            })
+            .collect()
+    }
+
+    fn join_all(ts: Vec<thread::JoinHandle<()>>) {
+        for t in ts {
+            t.join().unwrap();
+        }
+    }
+
+    /// Receives with `timeout` until the channel is closed, going on after
+    /// every Timeout; each message must be `each`. Returns how many came.
+    fn count_until_closed<T: PartialEq + Debug>(
+        rx: &Receiver<T>,
+        timeout: Duration,
+        each: T,
+    ) -> usize {
+        let mut count = 0;
+        loop {
+            match rx.recv_timeout(timeout) {
+                Ok(v) => {
+                    assert_eq!(v, each);
+                    count += 1;
+                }
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Closed) => return count,
+            }
+        }
+    }
+
+    /// The shared stress shape: `threads` senders of `amt` ones each, and a
+    /// receiver thread where `receive` takes all `threads * amt` of them;
+    /// then nothing is left, and the receiver reports over a rendezvous.
+    fn shared_senders(f: Flavor, threads: usize, amt: usize, receive: fn(&Receiver<i32>, usize)) {
+        let (tx, rx) = f.make::<i32>();
+        let (done_tx, done_rx) = bounded::<()>(0);
+        let t = thread::spawn(move || {
+            receive(&rx, amt * threads);
+            assert!(rx.try_recv().is_err());
+            done_tx.send(()).unwrap();
+        });
+        let ts = spawn_senders(threads, &tx, move |_, tx| {
+            for _ in 0..amt {
+                tx.send(1).unwrap();
+            }
+        });
+        drop(tx);
+        done_rx.recv().unwrap();
+        join_all(ts);
+        t.join().unwrap();
+    }
+
     #[test]
     fn smoke_and_shared() {
         for f in [List, Array(1)] {
@@ -1896,31 +1978,11 @@ mod mpsc {
         const NTHREADS: usize = 8;
         for f in [List, Array(1), Zero] {
             let amt = blocking_count(f, 8_000) / 8;
-            let (tx, rx) = f.make::<i32>();
-            let (done_tx, done_rx) = bounded::<()>(0);
-            let t = thread::spawn(move || {
-                for _ in 0..amt * NTHREADS {
+            shared_senders(f, NTHREADS, amt, |rx, n| {
+                for _ in 0..n {
                     assert_eq!(rx.recv().unwrap(), 1);
                 }
-                assert!(rx.try_recv().is_err());
-                done_tx.send(()).unwrap();
             });
-            let ts: Vec<_> = (0..NTHREADS)
-                .map(|_| {
-                    let tx = tx.clone();
-                    thread::spawn(move || {
-                        for _ in 0..amt {
-                            tx.send(1).unwrap();
-                        }
-                    })
-                })
-                .collect();
-            drop(tx);
-            done_rx.recv().unwrap();
-            for t in ts {
-                t.join().unwrap();
-            }
-            t.join().unwrap();
         }
     }
 
@@ -2140,21 +2202,14 @@ mod mpsc {
         }
         // shared_recv_timeout
         let (tx, rx) = unbounded();
-        let ts: Vec<_> = (0..5)
-            .map(|_| {
-                let tx = tx.clone();
-                thread::spawn(move || tx.send(()).unwrap())
-            })
-            .collect();
+        let ts = spawn_senders(5, &tx, |_, tx| tx.send(()).unwrap());
         for _ in 0..5 {
             rx.recv().unwrap();
         }
         assert_eq!(rx.recv_timeout(ms(1)), Err(RecvTimeoutError::Timeout));
         tx.send(()).unwrap();
         assert_eq!(rx.recv_timeout(ms(1)), Ok(()));
-        for t in ts {
-            t.join().unwrap();
-        }
+        join_all(ts);
     }
 
     #[test]
@@ -2171,18 +2226,7 @@ mod mpsc {
                 tx.send(1usize).unwrap();
             }
         });
-        let mut count = 0;
-        loop {
-            match rx.recv_timeout(timeout) {
-                Ok(v) => {
-                    assert_eq!(v, 1);
-                    count += 1;
-                }
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Closed) => break,
-            }
-        }
-        assert_eq!(count, n);
+        assert_eq!(count_until_closed(&rx, timeout, 1), n);
         t.join().unwrap();
 
         // sync_channel(0): a fast sender, 1 ms receive timeouts.
@@ -2193,18 +2237,7 @@ mod mpsc {
                 tx.send(1).unwrap();
             }
         });
-        let mut count = 0;
-        loop {
-            match rx.recv_timeout(ms(1)) {
-                Ok(v) => {
-                    assert_eq!(v, 1);
-                    count += 1;
-                }
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Closed) => break,
-            }
-        }
-        assert_eq!(count, n);
+        assert_eq!(count_until_closed(&rx, ms(1), 1), n);
         t.join().unwrap();
     }
 
@@ -2213,70 +2246,21 @@ mod mpsc {
         // channel(): staggered one-shot senders.
         let (tx, rx) = unbounded();
         let n = 30;
-        let ts: Vec<_> = (0..n)
-            .map(|i| {
-                let tx = tx.clone();
-                thread::spawn(move || {
-                    thread::sleep(ms(i as u64));
-                    tx.send(1usize).unwrap();
-                })
-            })
-            .collect();
+        let ts = spawn_senders(n, &tx, |i, tx| {
+            thread::sleep(ms(i as u64));
+            tx.send(1usize).unwrap();
+        });
         drop(tx);
-        let mut count = 0;
-        loop {
-            match rx.recv_timeout(ms(2)) {
-                Ok(v) => {
-                    assert_eq!(v, 1);
-                    count += 1;
-                }
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Closed) => break,
-            }
-        }
-        assert_eq!(count, n);
-        for t in ts {
-            t.join().unwrap();
-        }
+        assert_eq!(count_until_closed(&rx, ms(2), 1), n);
+        join_all(ts);
 
         // sync_channel(0): 8 busy senders, a receiver in another thread.
         const AMT: usize = 25;
         const NTHREADS: usize = 8;
         for f in [Zero, Array(2)] {
-            let (tx, rx) = f.make::<i32>();
-            let (dtx, drx) = bounded::<()>(0);
-            let t = thread::spawn(move || {
-                let mut count = 0;
-                loop {
-                    match rx.recv_timeout(ms(2)) {
-                        Ok(v) => {
-                            assert_eq!(v, 1);
-                            count += 1;
-                        }
-                        Err(RecvTimeoutError::Timeout) => continue,
-                        Err(RecvTimeoutError::Closed) => break,
-                    }
-                }
-                assert_eq!(count, AMT * NTHREADS);
-                assert!(rx.try_recv().is_err());
-                dtx.send(()).unwrap();
+            shared_senders(f, NTHREADS, AMT, |rx, n| {
+                assert_eq!(count_until_closed(rx, ms(2), 1), n);
             });
-            let ts: Vec<_> = (0..NTHREADS)
-                .map(|_| {
-                    let tx = tx.clone();
-                    thread::spawn(move || {
-                        for _ in 0..AMT {
-                            tx.send(1).unwrap();
-                        }
-                    })
-                })
-                .collect();
-            drop(tx);
-            drx.recv().unwrap();
-            for t in ts {
-                t.join().unwrap();
-            }
-            t.join().unwrap();
         }
     }
 
@@ -2312,18 +2296,11 @@ mod mpsc {
         for f in [List, Zero] {
             let (tx, rx) = f.make::<()>();
             let total = 64;
-            let ts: Vec<_> = (0..total)
-                .map(|_| {
-                    let tx = tx.clone();
-                    thread::spawn(move || tx.send(()).unwrap())
-                })
-                .collect();
+            let ts = spawn_senders(total, &tx, |_, tx| tx.send(()).unwrap());
             for _ in 0..total {
                 rx.recv().unwrap();
             }
-            for t in ts {
-                t.join().unwrap();
-            }
+            join_all(ts);
             assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
         }
     }
@@ -2808,32 +2785,7 @@ mod iter {
     #[test]
     fn recv_try_iter() {
         for f in FLAVORS {
-            let (request_s, request_r) = f.make::<()>();
-            let (response_s, response_r) = f.make::<i32>();
-            thread::scope(|sc| {
-                let h = sc.spawn(move || {
-                    let mut count = 0;
-                    loop {
-                        for x in response_r.try_iter() {
-                            count += x;
-                            if count == 6 {
-                                return count;
-                            }
-                        }
-                        if f == Zero {
-                            let _ = request_s.try_send(());
-                        } else {
-                            request_s.send(()).unwrap();
-                        }
-                    }
-                });
-                for _ in request_r.iter() {
-                    if response_s.send(2).is_err() {
-                        break;
-                    }
-                }
-                assert_eq!(h.join().unwrap(), 6, "{f:?}");
-            });
+            assert_eq!(request_response(f, 6, 2), 6, "{f:?}");
         }
     }
 
@@ -2934,30 +2886,28 @@ mod same_channel {
         assert!(!after(ms(50)).same_channel(&tick(ms(50))));
     }
 
-    #[test]
-    fn after_channels() {
-        let r = after(ms(50));
+    /// A timer channel is the same as its clones, and no other timer
+    /// channel is the same as it, whether of the same period or not.
+    fn timer_channels(make: fn(Duration) -> Receiver<Instant>) {
+        let r = make(ms(50));
         let r2 = r.clone();
         assert!(r.same_channel(&r2));
-        let r3 = after(ms(50));
+        let r3 = make(ms(50));
         assert!(!r.same_channel(&r3));
         assert!(!r2.same_channel(&r3));
-        let r4 = after(ms(100));
+        let r4 = make(ms(100));
         assert!(!r.same_channel(&r4));
         assert!(!r2.same_channel(&r4));
     }
 
     #[test]
+    fn after_channels() {
+        timer_channels(after);
+    }
+
+    #[test]
     fn tick_channels() {
-        let r = tick(ms(50));
-        let r2 = r.clone();
-        assert!(r.same_channel(&r2));
-        let r3 = tick(ms(50));
-        assert!(!r.same_channel(&r3));
-        assert!(!r2.same_channel(&r3));
-        let r4 = tick(ms(100));
-        assert!(!r.same_channel(&r4));
-        assert!(!r2.same_channel(&r4));
+        timer_channels(tick);
     }
 
     #[test]

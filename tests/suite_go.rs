@@ -115,6 +115,19 @@ fn nil_send<T>() -> NilSend<T> {
     NilSend { tx, _rx }
 }
 
+/// `N` fresh rendezvous channels (Go: `make(chan T)` each).
+fn rendezvous<T, const N: usize>() -> [(Sender<T>, Receiver<T>); N] {
+    std::array::from_fn(|_| bounded(0))
+}
+
+/// Runs `f(h)` on a new thread: `h` is the handle (often a clone) it owns.
+fn spawn_with<H: Send + 'static, R: Send + 'static>(
+    h: H,
+    f: impl FnOnce(H) -> R + Send + 'static,
+) -> JoinHandle<R> {
+    thread::spawn(move || f(h))
+}
+
 /// Runs `f` on its own thread and fails if it has not finished within
 /// `WATCHDOG_S` seconds (a deadlock); panics inside `f` propagate.
 fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -522,9 +535,7 @@ fn test_select_fairness() {
             c1_tx.send(1).unwrap();
             c2_tx.send(2).unwrap();
         }
-        let (_c3_tx, c3) = bounded::<u8>(0);
-        let (_c4_tx, c4) = bounded::<u8>(0);
-        let (out_tx, out) = bounded::<u8>(0);
+        let [(_c3_tx, c3), (_c4_tx, c4), (out_tx, out)] = rendezvous::<u8, 3>();
         let (done_tx, done) = bounded::<()>(0);
         let h = thread::spawn(move || loop {
             let b = select! {
@@ -773,21 +784,16 @@ fn test_select_duplicate_channel() {
     // A parked select listed twice on c (and once on d) is woken through d;
     // a plain receiver parked on c after it must still get c's next value.
     within("TestSelectDuplicateChannel", || {
-        let (c_tx, c_rx) = bounded::<i32>(0);
-        let (d_tx, d_rx) = bounded::<i32>(0);
-        let (e_tx, e_rx) = bounded::<i32>(0);
-        let a = {
-            let c = c_rx.clone();
-            thread::spawn(move || {
-                let got = select! {
-                    recv(c) -> m => ("c", m),
-                    recv(c) -> m => ("c", m),
-                    recv(d_rx) -> m => ("d", m),
-                };
-                e_tx.send(9).unwrap();
-                got
-            })
-        };
+        let [(c_tx, c_rx), (d_tx, d_rx), (e_tx, e_rx)] = rendezvous::<i32, 3>();
+        let a = spawn_with(c_rx.clone(), move |c| {
+            let got = select! {
+                recv(c) -> m => ("c", m),
+                recv(c) -> m => ("c", m),
+                recv(d_rx) -> m => ("d", m),
+            };
+            e_tx.send(9).unwrap();
+            got
+        });
         thread::sleep(SETTLE); // A queues on c first
         let b = thread::spawn(move || c_rx.recv());
         thread::sleep(SETTLE); // then B
@@ -1461,13 +1467,8 @@ fn select6_failed_cases_leave_queues_intact() {
     // Go issue 2075: a select that lost on c1 must leave c1's queue
     // usable for the receivers still waiting there.
     within("select6", || {
-        let (c1_tx, c1) = bounded::<bool>(0);
-        let (c2_tx, c2) = bounded::<bool>(0);
-        let (c3_tx, c3) = bounded::<bool>(0);
-        let a = {
-            let c1 = c1.clone();
-            thread::spawn(move || c1.recv().unwrap())
-        };
+        let [(c1_tx, c1), (c2_tx, c2), (c3_tx, c3)] = rendezvous::<bool, 3>();
+        let a = spawn_with(c1.clone(), |c1| c1.recv().unwrap());
         let b = thread::spawn(move || {
             select! {
                 recv(c1) -> _ => panic!("dummy"),
@@ -1499,30 +1500,29 @@ fn select7_every_send_form_meets_every_recv_form() {
             recv(other) -> _ => unreachable!(),
         }
     }
-    fn send1(recv: fn(Receiver<i32>)) {
+    /// Starts `recv` on a rendezvous channel's receiver in a thread, lets
+    /// it run first, sends with `send`, and waits for the receiver.
+    fn meet(recv: fn(Receiver<i32>), send: impl FnOnce(Sender<i32>)) {
         let (tx, rx) = bounded(0);
         let h = thread::spawn(move || recv(rx));
         thread::yield_now();
-        tx.send(1).unwrap();
+        send(tx);
         h.join().unwrap();
+    }
+    fn send1(recv: fn(Receiver<i32>)) {
+        meet(recv, |tx| tx.send(1).unwrap());
     }
     fn send2(recv: fn(Receiver<i32>)) {
-        let (tx, rx) = bounded(0);
-        let h = thread::spawn(move || recv(rx));
-        thread::yield_now();
-        select! { send(tx, 1) -> r => r.unwrap() }
-        h.join().unwrap();
+        meet(recv, |tx| select! { send(tx, 1) -> r => r.unwrap() });
     }
     fn send3(recv: fn(Receiver<i32>)) {
-        let (tx, rx) = bounded(0);
-        let h = thread::spawn(move || recv(rx));
-        thread::yield_now();
-        let (other, _keep) = bounded::<i32>(0);
-        select! {
-            send(tx, 1) -> r => r.unwrap(),
-            send(other, 1) -> _ => unreachable!(),
-        }
-        h.join().unwrap();
+        meet(recv, |tx| {
+            let (other, _keep) = bounded::<i32>(0);
+            select! {
+                send(tx, 1) -> r => r.unwrap(),
+                send(other, 1) -> _ => unreachable!(),
+            }
+        });
     }
     within("select7", || {
         for send in [send1, send2, send3] {
@@ -1538,41 +1538,34 @@ fn select7_every_send_form_meets_every_recv_form() {
 fn select8_break_in_arms() {
     // `break` in an arm leaves the enclosing loop (Go: the select), with 1-,
     // 2- and 3-case selects and a default-only one.
+
+    // Runs the select in a loop (a macro, so that the arms' `break` is
+    // written inside that loop) that must be left in its first pass.
+    macro_rules! left_in_first_pass {
+        ($select:expr) => {{
+            let mut passes = 0;
+            loop {
+                passes += 1;
+                assert_eq!(passes, 1, "break did not leave the loop");
+                $select
+            }
+        }};
+    }
     within("select8", || {
         let (tx, rx) = bounded::<i32>(0);
         let tx2 = tx.clone();
         let h = thread::spawn(move || while tx2.send(5).is_ok() {});
-        let mut passes = 0;
-        loop {
-            passes += 1;
-            assert_eq!(passes, 1, "break did not leave the loop");
-            select! { recv(rx) -> m => { assert_eq!(m, Ok(5)); break; } }
-        }
-        passes = 0;
-        loop {
-            passes += 1;
-            assert_eq!(passes, 1, "break did not leave the loop");
-            select! { default => break }
-        }
-        passes = 0;
-        loop {
-            passes += 1;
-            assert_eq!(passes, 1, "break did not leave the loop");
-            select! {
-                recv(rx) -> m => { assert_eq!(m, Ok(5)); break; }
-                default => break,
-            }
-        }
-        passes = 0;
-        loop {
-            passes += 1;
-            assert_eq!(passes, 1, "break did not leave the loop");
-            select! {
-                recv(rx) -> m => { assert_eq!(m, Ok(5)); break; }
-                send(tx, 10) -> _ => panic!("nobody receives 10"),
-                default => break,
-            }
-        }
+        left_in_first_pass!(select! { recv(rx) -> m => { assert_eq!(m, Ok(5)); break; } });
+        left_in_first_pass!(select! { default => break });
+        left_in_first_pass!(select! {
+            recv(rx) -> m => { assert_eq!(m, Ok(5)); break; }
+            default => break,
+        });
+        left_in_first_pass!(select! {
+            recv(rx) -> m => { assert_eq!(m, Ok(5)); break; }
+            send(tx, 10) -> _ => panic!("nobody receives 10"),
+            default => break,
+        });
         rx.close();
         h.join().unwrap();
     });
