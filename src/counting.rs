@@ -41,7 +41,7 @@ use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::sync::Mutex;
 use crate::loom::{Backoff, CachePadded};
 use crate::segment_chan::{Mode, RecvStop};
-use crate::waiter::{decision, Entry, Outcome, Waiter};
+use crate::waiter::{close_listed, decision, Entry, Outcome, Waiter};
 use crate::Fail;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -385,15 +385,8 @@ impl Counting {
         let mut lists = self.lists.lock().unwrap();
         for sender in [false, true] {
             for entry in lists.side(sender).drain(..) {
-                // SAFETY: as in `serve`.
-                let entry = unsafe { &*entry };
-                // SAFETY: as in `serve`.
-                let waiter = unsafe { &*entry.waiter };
-                if waiter.try_decide(decision(entry.case, true)) {
-                    // Under the lock: close is rare, and the waiter must be
-                    // woken before it may go.
-                    waiter.wake();
-                }
+                // SAFETY: listed, and we hold the lock (as in `serve`).
+                unsafe { close_listed(entry) };
             }
         }
         let s = self.state.load(Ordering::Relaxed);

@@ -18,7 +18,7 @@
 //! clock); the tests in `tests/timers.rs` do.
 
 use crate::cell::Registration;
-use crate::waiter::{decision, Entry};
+use crate::waiter::{close_listed, Entry};
 use crate::Fail;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -217,17 +217,10 @@ impl Timer {
             }
             let mut selects = self.selects.lock().unwrap_or_else(|e| e.into_inner());
             for entry in selects.drain(..) {
-                // SAFETY: listed, so alive while we hold the lock (see the
-                // `Sync` impl); its waiter outlives it.
-                let (entry, waiter) = unsafe { (&*entry, &*(*entry).waiter) };
-                // A select still registering cannot be decided: it learns
-                // (`LOST`) that it must look again, and then finds the
-                // timer closed. One that gave up or chose another case
-                // takes its entry out itself (here: already gone).
-                if waiter.try_decide(decision(entry.case, true)) {
-                    // Under the lock: the owner may not go before its wake.
-                    waiter.wake();
-                }
+                // SAFETY: listed, and we hold the lock (see the `Sync` impl).
+                // A select still registering looks again and finds the
+                // timer closed (see `register`).
+                unsafe { close_listed(entry) };
             }
         }
         first

@@ -302,6 +302,25 @@ impl Entry {
     }
 }
 
+/// Fails an `entry` waiting in a wait list because its channel closed:
+/// decides its waiter for the entry's case as closed and wakes it. A waiter
+/// that is still registering (a select) is only marked `LOST` and finds the
+/// close when it looks again; one that gave up or was decided elsewhere is
+/// left alone (it takes its entry out itself).
+///
+/// # Safety
+/// `entry` was in a list whose lock the caller holds (and has taken it
+/// out), so its owner cannot return before this call ends: an owner takes
+/// its entry out under that lock, and one decided here waits for the wake.
+pub(crate) unsafe fn close_listed(entry: *const Entry) {
+    // SAFETY: per the contract, the entry is alive.
+    let entry = unsafe { &*entry };
+    let waiter = entry.waiter();
+    if waiter.try_decide(decision(entry.case, true)) {
+        waiter.wake();
+    }
+}
+
 /// Pause-spin rounds before yielding: round `i` spins `2^i` times, 15
 /// pauses in all. Longer pause-spinning measured slower here in every
 /// blocking benchmark (7 rounds: ping-pong 1.6 us against 0.85-0.9 us):
