@@ -76,26 +76,33 @@ impl<T> SegmentCell for Cell<T> {
 }
 
 impl<T> Cell<T> {
+    /// Copies the value at `msg` into the slot.
+    ///
     /// # Safety
-    /// The caller owns the slot (it took this cell's send index).
+    /// The caller owns the slot (it took this cell's send index), and `msg`
+    /// is valid for a read of a `T`.
     #[inline]
-    unsafe fn write(&self, msg: T) {
-        // SAFETY: exclusive per the contract.
-        self.slot.with_mut(|p| unsafe { (*p).write(msg) });
+    unsafe fn write_from(&self, msg: *const T) {
+        // SAFETY: exclusive per the contract; a cell never overlaps `msg`.
+        self.slot
+            .with_mut(|p| unsafe { ptr::copy_nonoverlapping(msg, (*p).as_mut_ptr(), 1) });
     }
 
+    /// Drops the value in the slot.
+    ///
     /// # Safety
-    /// The slot holds a value the caller owns (it wrote it, or saw BUFFERED).
+    /// The slot holds a value the caller owns (it saw BUFFERED).
     #[inline]
-    unsafe fn read(&self) -> T {
+    unsafe fn drop_value(&self) {
         // SAFETY: initialised and owned per the contract.
-        self.slot.with(|p| unsafe { (*p).assume_init_read() })
+        self.slot.with_mut(|p| unsafe { (*p).assume_init_drop() })
     }
 
     /// Moves the value out to `out` without a copy on the stack.
     ///
     /// # Safety
-    /// As [`Cell::read`]; `out` is valid for a write of a `T`.
+    /// The slot holds a value the caller owns (it saw BUFFERED); `out` is
+    /// valid for a write of a `T`.
     #[inline]
     unsafe fn read_into(&self, out: *mut T) {
         // SAFETY: initialised and owned per the contract; `out` is valid
@@ -177,10 +184,10 @@ impl From<Wait> for Mode<'_> {
     }
 }
 
-/// Messages up to this size wait beside a parked receiver's waiter.
+/// Messages up to this size wait beside a parked thread's waiter.
 const NEAR_WAITER: usize = 64;
 
-/// A parked receiver's waiter and, for a small message, its slot: one
+/// A parked thread's waiter and, for a small message, its slot: one
 /// struct, so that they share a cache line.
 struct Parked<T> {
     waiter: Waiter,
@@ -196,13 +203,15 @@ pub(crate) enum RecvStop {
     SelfMet,
 }
 
-/// Why a send in any [`Mode`] did not complete.
-pub(crate) enum SendStop<T> {
-    Fail(T, Fail),
-    /// `Mode::Register`: the entry is in a cell, the value in its slot.
+/// Why a send in any [`Mode`] did not complete ([`Channel::send_from`]).
+/// Unless said otherwise, the message is still the caller's, where it was.
+pub(crate) enum SendStop {
+    Fail(Fail),
+    /// `Mode::Register`: the entry is in a cell, the value in its slot
+    /// (which is where the caller put it), now the select's to hand over.
     Registered(Registration),
     /// `Mode::Register`: the index landed on the select's own receive entry.
-    SelfMet(T),
+    SelfMet,
 }
 
 /// How [`Channel::register_pair`] left a select's two cases on one
@@ -361,55 +370,82 @@ impl<T> Channel<T> {
 
     // ---------------------------------------------------------------- send
 
+    /// Sends `msg`, or gives it back with the reason.
+    ///
+    /// Every layer below takes the message by pointer, from the one place
+    /// this frame keeps it, and copies it once, into its cell or its
+    /// receiver's slot: passed by value through each layer (and returned by
+    /// value on failure), a 1 MiB message needed 12 MiB of stack.
+    #[inline]
     pub(crate) fn send(&self, msg: T, wait: Wait) -> Result<(), (T, Fail)> {
-        self.send_in(msg, wait.into()).map_err(|stop| match stop {
-            SendStop::Fail(msg, fail) => (msg, fail),
-            _ => unreachable!("only Mode::Register registers"),
-        })
+        let mut msg = MaybeUninit::new(msg);
+        // SAFETY: `msg` holds our value and is used by nothing else during
+        // the call; `Mode::Try` and `Mode::Park` never register.
+        match unsafe { self.send_from(msg.as_mut_ptr(), wait.into()) } {
+            Ok(()) => Ok(()),
+            // SAFETY: a failed send leaves the value where it was.
+            Err(SendStop::Fail(fail)) => Err((unsafe { msg.assume_init_read() }, fail)),
+            Err(_) => unreachable!("only Mode::Register registers"),
+        }
     }
 
-    /// Sends in any mode. A select's send case registers here: on a bounded
-    /// channel in the permit queue, on a rendezvous channel in a cell.
-    pub(crate) fn send_in(&self, msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
+    /// Sends the value at `msg` in any mode. A select's send case registers
+    /// here: on a bounded channel in the permit queue, on a rendezvous
+    /// channel in a cell.
+    ///
+    /// # Safety
+    /// `msg` points to a value of `T` that the caller owns and leaves alone
+    /// until this returns; with `Mode::Register`, `msg` is the entry's slot.
+    /// On `Ok` and on `SendStop::Registered` the value has moved out (the
+    /// caller must not use or drop it; a registered value is handed over
+    /// from the slot later); on any other `Err` it is still the caller's.
+    pub(crate) unsafe fn send_from(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        if let Mode::Register { entry, .. } = mode {
+            debug_assert_eq!(
+                entry.slot, msg as *mut (),
+                "a registering send sends from its slot"
+            );
+        }
+        // SAFETY (all arms): `msg` as this function's contract says.
         match &self.kind {
-            Kind::Unbounded => self
-                .send_buffered(msg)
-                .map_err(|(msg, fail)| SendStop::Fail(msg, fail)),
-            Kind::Rendezvous => self.send_rendezvous(msg, mode),
-            Kind::Counting { count, .. } => send_counted(count, msg, mode),
+            Kind::Unbounded => unsafe { self.send_buffered(msg) }.map_err(SendStop::Fail),
+            Kind::Rendezvous => unsafe { self.send_rendezvous(msg, mode) },
+            Kind::Counting { count, .. } => unsafe { send_counted(count, msg, mode) },
             Kind::Bounded { permits, .. } => {
                 match permits.acquire(mode, || self.is_closed()) {
                     Ok(()) => {}
-                    Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(msg, fail)),
-                    Err(RecvStop::Registered(reg)) => {
-                        if let Mode::Register { entry, .. } = mode {
-                            // SAFETY: the select's slot is ours until a
-                            // partner decides the case (it then only hands
-                            // us a permit; the value stays put).
-                            unsafe { (entry.slot as *mut T).write(msg) };
-                        }
-                        return Err(SendStop::Registered(reg));
-                    }
+                    Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(fail)),
+                    // The value waits in the select's slot (`msg`) until a
+                    // partner decides the case (it then only hands us a
+                    // permit; the value stays put).
+                    Err(RecvStop::Registered(reg)) => return Err(SendStop::Registered(reg)),
                     Err(RecvStop::SelfMet) => unreachable!("permits have no receive side"),
                 }
-                self.send_permitted(msg)
-                    .map_err(|(msg, fail)| SendStop::Fail(msg, fail))
+                unsafe { self.send_permitted(msg) }.map_err(SendStop::Fail)
             }
         }
     }
 
-    /// Deposits a value for which a permit is held (bounded channels): it
-    /// cannot block, and a failed deposit returns the permit.
-    pub(crate) fn send_permitted(&self, msg: T) -> Result<(), (T, Fail)> {
+    /// Deposits the value at `msg`, for which a permit is held (bounded
+    /// channels): it cannot block, and a failed deposit returns the permit.
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`]: on `Ok` the value has moved out, on `Err`
+    /// it is still the caller's.
+    pub(crate) unsafe fn send_permitted(&self, msg: *mut T) -> Result<(), Fail> {
         let Kind::Bounded { permits, .. } = &self.kind else {
             unreachable!("permits exist only on bounded channels")
         };
-        self.send_buffered(msg).inspect_err(|_| permits.release())
+        // SAFETY: per the contract.
+        unsafe { self.send_buffered(msg) }.inspect_err(|_| permits.release())
     }
 
-    /// Deposits `msg` in the next cell, or hands it to the receiver parked
-    /// there. Never blocks.
-    fn send_buffered(&self, mut msg: T) -> Result<(), (T, Fail)> {
+    /// Deposits the value at `msg` in the next cell, or hands it to the
+    /// receiver parked there. Never blocks.
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`].
+    unsafe fn send_buffered(&self, msg: *mut T) -> Result<(), Fail> {
         'index: loop {
             let guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
@@ -417,11 +453,13 @@ impl<T> Channel<T> {
             // from this RMW, which is ordered with the closer's `fetch_or`.
             let s = self.senders.fetch_add(1, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
-                return Err((msg, Fail::Closed));
+                return Err(Fail::Closed);
             }
             let cell = self.cells.find(Side::Push, start, s, &guard).cell(s);
-            // SAFETY: index `s` is ours, so is the slot.
-            unsafe { cell.write(msg) };
+            // A copy: until a receiver can see it, the value is still the
+            // one at `msg`, and a copy left in a skipped cell is never read.
+            // SAFETY: index `s` is ours, so is the slot; `msg` is readable.
+            unsafe { cell.write_from(msg) };
             let mut state = EMPTY;
             loop {
                 match state {
@@ -437,16 +475,14 @@ impl<T> Channel<T> {
                     },
                     SKIP_RECV => {
                         self.land_on_skip(&self.skipped_recvs);
-                        // SAFETY: we wrote it and nobody took it.
-                        msg = unsafe { cell.read() };
                         continue 'index;
                     }
                     word if cell::is_entry(word) => {
                         match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
                             Claim::Won { waiter, slot, end } => {
-                                // SAFETY: the value in our cell is ours, and the
-                                // decided waiter's slot is ours to fill.
-                                unsafe { cell.read_into(slot as *mut T) };
+                                // SAFETY: the value at `msg` is ours to move,
+                                // and the decided waiter's slot is ours to fill.
+                                unsafe { ptr::copy_nonoverlapping(msg, slot as *mut T, 1) };
                                 cell::finish(&cell.state, end, waiter);
                                 // The receive completed with the hand-off:
                                 // its permit goes back now, not when the
@@ -468,24 +504,26 @@ impl<T> Channel<T> {
         }
     }
 
-    fn send_rendezvous(&self, mut msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
+    /// # Safety
+    /// As [`Channel::send_from`].
+    unsafe fn send_rendezvous(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
         'index: loop {
             if let Mode::Try = mode {
                 // Read only: S, then R. If no receiver has started beyond the
                 // senders when we read R, none was waiting at that instant.
                 let s = self.senders.load(Ordering::Acquire);
                 if s & CLOSED_BIT != 0 {
-                    return Err(SendStop::Fail(msg, Fail::Closed));
+                    return Err(SendStop::Fail(Fail::Closed));
                 }
                 if count(s) >= self.receivers.load(Ordering::Acquire) {
-                    return Err(SendStop::Fail(msg, Fail::WouldBlock));
+                    return Err(SendStop::Fail(Fail::WouldBlock));
                 }
             }
             let mut guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
             let s = self.senders.fetch_add(1, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
-                return Err(SendStop::Fail(msg, Fail::Closed));
+                return Err(SendStop::Fail(Fail::Closed));
             }
             let seg = self.cells.find(Side::Push, start, s, &guard);
             let cell = seg.cell(s);
@@ -496,12 +534,13 @@ impl<T> Channel<T> {
                         self.land_on_skip(&self.skipped_recvs);
                         continue 'index;
                     }
-                    word if own_word(mode) == word => return Err(SendStop::SelfMet(msg)),
+                    word if own_word(mode) == word => return Err(SendStop::SelfMet),
                     word if cell::is_entry(word) => {
                         match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
                             Claim::Won { waiter, slot, end } => {
-                                // SAFETY: the decided waiter's slot is ours to fill.
-                                unsafe { (slot as *mut T).write(msg) };
+                                // SAFETY: the value at `msg` is ours to move,
+                                // and the decided waiter's slot is ours to fill.
+                                unsafe { ptr::copy_nonoverlapping(msg, slot as *mut T, 1) };
                                 cell::finish(&cell.state, end, waiter);
                                 return Ok(());
                             }
@@ -518,46 +557,53 @@ impl<T> Channel<T> {
                             }
                         }
                         Mode::Park(deadline) => {
-                            let mut slot = MaybeUninit::new(msg);
-                            let waiter = Waiter::new();
+                            // A small message waits in a copy beside our
+                            // waiter, so the receiver's read and its wake-up
+                            // move one cache line (as in `recv_into`); a
+                            // large one waits where the caller keeps it. A
+                            // copy not taken is never read: the value at
+                            // `msg` stays the caller's until one is.
+                            let mut parked = Parked {
+                                waiter: Waiter::new(),
+                                slot: MaybeUninit::<T>::uninit(),
+                            };
+                            let slot = if std::mem::size_of::<T>() <= NEAR_WAITER {
+                                // SAFETY: `msg` is readable; the slot is ours.
+                                unsafe {
+                                    ptr::copy_nonoverlapping(msg, parked.slot.as_mut_ptr(), 1)
+                                };
+                                parked.slot.as_mut_ptr()
+                            } else {
+                                msg
+                            };
                             let entry = Entry {
-                                waiter: &waiter,
+                                waiter: &parked.waiter,
                                 case: 0,
-                                slot: slot.as_mut_ptr() as *mut (),
+                                slot: slot as *mut (),
                             };
                             match self.park_in(seg, &cell.state, &entry, true, s, deadline, guard) {
-                                // The receiver took the value out of our slot.
+                                // The receiver took the value out of `slot`.
                                 Ok(()) => return Ok(()),
+                                // Never visible: the value is still ours.
                                 Err(ParkFail::Lost(s, g)) => {
-                                    // SAFETY: the entry never became visible.
-                                    msg = unsafe { slot.assume_init_read() };
                                     guard = g;
                                     state = s;
                                 }
-                                Err(ParkFail::Fail(fail)) => {
-                                    // SAFETY: not taken: decided closed or withdrawn.
-                                    let msg = unsafe { slot.assume_init_read() };
-                                    return Err(SendStop::Fail(msg, fail));
-                                }
+                                // Not taken: decided closed, or withdrawn.
+                                Err(ParkFail::Fail(fail)) => return Err(SendStop::Fail(fail)),
                             }
                         }
+                        // The value is already in the select's slot (`msg`).
                         Mode::Register { entry, .. } => {
-                            let slot = entry.slot as *mut T;
-                            // SAFETY: the select's send slot is empty while
-                            // the case is being registered.
-                            unsafe { slot.write(msg) };
                             match self.publish(seg, &cell.state, entry, true, s, guard) {
                                 Ok(reg) => return Err(SendStop::Registered(reg)),
+                                // Never visible: the value is still ours.
                                 Err(ParkFail::Lost(s, g)) => {
-                                    // SAFETY: the entry never became visible.
-                                    msg = unsafe { slot.read() };
                                     guard = g;
                                     state = s;
                                 }
-                                Err(ParkFail::Fail(fail)) => {
-                                    // SAFETY: withdrawn before anyone took it.
-                                    return Err(SendStop::Fail(unsafe { slot.read() }, fail));
-                                }
+                                // Withdrawn before anyone took it.
+                                Err(ParkFail::Fail(fail)) => return Err(SendStop::Fail(fail)),
                             }
                         }
                     },
@@ -1043,20 +1089,13 @@ impl<T> Channel<T> {
                     entry: &pair.0[1],
                     own: recv_word,
                 };
-                // SAFETY: the send slot holds the case's value; the send
-                // takes it and puts it back unless it registers or succeeds.
-                let msg = unsafe { (pair.0[1].slot as *mut T).read() };
-                match self.send_in(msg, mode) {
+                // SAFETY: the send slot holds the case's value, which stays
+                // there unless the send succeeds or registers.
+                match unsafe { self.send_from(pair.0[1].slot as *mut T, mode) } {
                     Ok(()) => return PairStop::Sent(Ok(())),
-                    Err(SendStop::Fail(msg, fail)) => {
-                        // SAFETY: as above: the slot is the case's.
-                        unsafe { (pair.0[1].slot as *mut T).write(msg) };
-                        return PairStop::Sent(Err(fail));
-                    }
+                    Err(SendStop::Fail(fail)) => return PairStop::Sent(Err(fail)),
                     Err(SendStop::Registered(reg)) => regs.send = Some(reg),
-                    Err(SendStop::SelfMet(msg)) => {
-                        // SAFETY: as above.
-                        unsafe { (pair.0[1].slot as *mut T).write(msg) };
+                    Err(SendStop::SelfMet) => {
                         if let Some(reg) = regs.recv.take() {
                             reg.cancel();
                         }
@@ -1264,57 +1303,55 @@ fn finish_counted_recv<T>(moved: Moved<'_>) -> T {
     }
 }
 
-/// `Channel::send_in` for zero-sized messages.
-fn send_counted<T>(count: &Counting, msg: T, mode: Mode<'_>) -> Result<(), SendStop<T>> {
+/// `Channel::send_from` for zero-sized messages.
+///
+/// # Safety
+/// As [`Channel::send_from`].
+unsafe fn send_counted<T>(count: &Counting, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+    // SAFETY (every `msg.read()`): the value at `msg` is the caller's, and
+    // it is read once, on a path that returns `Ok` (it moved).
     match mode {
         Mode::Try => match count.send(Mode::Try) {
             Ok(moved) => {
-                finish_counted_send(moved, msg);
+                finish_counted_send(moved, unsafe { msg.read() });
                 Ok(())
             }
-            Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(msg, fail)),
+            Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(fail)),
             Err(_) => unreachable!("only Mode::Register registers"),
         },
         Mode::Park(deadline) => {
-            let msg = match count.send(Mode::Try) {
+            match count.send(Mode::Try) {
                 Ok(moved) => {
-                    finish_counted_send(moved, msg);
+                    finish_counted_send(moved, unsafe { msg.read() });
                     return Ok(());
                 }
-                Err(RecvStop::Fail(Fail::WouldBlock)) => msg,
-                Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(msg, fail)),
+                Err(RecvStop::Fail(Fail::WouldBlock)) => {}
+                Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(fail)),
                 Err(_) => unreachable!("only Mode::Register registers"),
-            };
-            let mut slot = MaybeUninit::new(msg);
-            match count.wait(true, slot.as_mut_ptr() as *mut (), deadline) {
-                // A receiver took the value out of our slot.
+            }
+            match count.wait(true, msg as *mut (), deadline) {
+                // A receiver took the value out of `msg`.
                 Ok(None) => Ok(()),
+                // Not handed to anyone: still ours, to finish with.
                 Ok(Some(moved)) => {
-                    // SAFETY: not handed to anyone: still ours.
-                    finish_counted_send(moved, unsafe { slot.assume_init_read() });
+                    finish_counted_send(moved, unsafe { msg.read() });
                     Ok(())
                 }
-                // SAFETY: as above.
-                Err(fail) => Err(SendStop::Fail(unsafe { slot.assume_init_read() }, fail)),
+                Err(fail) => Err(SendStop::Fail(fail)),
             }
         }
-        Mode::Register { entry, .. } => {
-            let slot = entry.slot as *mut T;
-            // SAFETY: the select's send slot is empty while registering; a
-            // receiver may take the value from it as soon as it is listed.
-            unsafe { slot.write(msg) };
-            match count.send(mode) {
-                Ok(moved) => {
-                    // SAFETY: not listed, so still ours.
-                    finish_counted_send(moved, unsafe { slot.read() });
-                    Ok(())
-                }
-                // SAFETY: as above.
-                Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(unsafe { slot.read() }, fail)),
-                Err(RecvStop::Registered(reg)) => Err(SendStop::Registered(reg)),
-                Err(RecvStop::SelfMet) => unreachable!("no duplexes here"),
+        // The value is already in the select's slot (`msg`); a receiver may
+        // take it from there as soon as the entry is listed.
+        Mode::Register { .. } => match count.send(mode) {
+            // Not listed, so still ours.
+            Ok(moved) => {
+                finish_counted_send(moved, unsafe { msg.read() });
+                Ok(())
             }
-        }
+            Err(RecvStop::Fail(fail)) => Err(SendStop::Fail(fail)),
+            Err(RecvStop::Registered(reg)) => Err(SendStop::Registered(reg)),
+            Err(RecvStop::SelfMet) => unreachable!("no duplexes here"),
+        },
     }
 }
 
@@ -1371,7 +1408,7 @@ impl<T> Drop for Channel<T> {
             self.cells.for_each_cell_exclusive(|cell| {
                 if cell.state.load(Ordering::Relaxed) == BUFFERED {
                     cell.state.store(DONE, Ordering::Relaxed);
-                    drop(cell.read());
+                    cell.drop_value();
                 }
             });
         }

@@ -1701,6 +1701,61 @@ fn large_messages_on_a_small_stack() {
 }
 
 #[test]
+fn a_large_message_is_moved_not_copied_down_the_call_path() {
+    // Sending and receiving move the message by pointer below the public
+    // method (one copy into its cell or its partner's slot), so a 1 MiB
+    // message fits a 5.5 MiB stack: the caller's array, the argument, the
+    // result, and one spare. When every layer of the send took the message
+    // by value and returned it by value on failure, it took 6 MiB and
+    // more; crossbeam-channel takes 4-7 copies on these paths. Release
+    // builds only: debug builds keep a copy per layer, so there the
+    // threads get a large stack and this only checks that it works. Not
+    // under Miri (megabyte arrays byte by byte).
+    if cfg!(miri) {
+        return;
+    }
+    const BIG: usize = 1 << 20;
+    type Big = [u8; BIG];
+    let stack = if cfg!(debug_assertions) {
+        64 << 20
+    } else {
+        11 << 19
+    };
+    for kind in KINDS {
+        let (tx, rx) = chan::<Big>(kind);
+        let sender = thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                for i in 1..=3u8 {
+                    // Sometimes the receiver is parked, sometimes not yet.
+                    if i == 2 {
+                        thread::sleep(ms(20));
+                    }
+                    tx.send([i; BIG]).unwrap();
+                }
+            })
+            .unwrap();
+        let receiver = thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                let mut got = 0u8;
+                while let Ok(m) = rx.recv() {
+                    got += 1;
+                    assert!(m[0] == got && m[BIG - 1] == got, "message {got} corrupted");
+                    if got == 1 {
+                        // The sender of a rendezvous waits parked.
+                        thread::sleep(ms(20));
+                    }
+                }
+                got
+            })
+            .unwrap();
+        sender.join().unwrap();
+        assert_eq!(receiver.join().unwrap(), 3, "{kind:?}");
+    }
+}
+
+#[test]
 fn boxed_and_non_copy_messages() {
     for kind in BUFFERED_KINDS {
         let (tx, rx) = chan::<Box<dyn Fn() -> String + Send>>(kind);

@@ -306,24 +306,20 @@ impl<'a, T> SendCase<'a, T> {
         // take it (no partner decided this case).
         unsafe { self.slot.assume_init_read() }
     }
-
-    fn put(&mut self, msg: T) {
-        debug_assert!(!self.full);
-        self.slot.write(msg);
-        self.full = true;
-    }
 }
 
 impl<T> Case for SendCase<'_, T> {
     fn try_complete(&mut self) -> bool {
-        let msg = self.take();
-        self.result = match self.tx.chan().send(msg, crate::Wait::Try) {
-            Ok(()) => Some(Ok(())),
-            Err((msg, Fail::Closed)) => Some(Err(SendError(msg))),
-            Err((msg, _)) => {
-                self.put(msg);
-                return false;
+        debug_assert!(self.full);
+        // SAFETY: `full`: the slot holds our value, which a failed send
+        // leaves there; `Mode::Try` never registers.
+        self.result = match unsafe { self.tx.chan().send_from(self.slot.as_mut_ptr(), Mode::Try) } {
+            Ok(()) => {
+                self.full = false;
+                Some(Ok(()))
             }
+            Err(SendStop::Fail(Fail::Closed)) => Some(Err(SendError(self.take()))),
+            Err(_) => return false,
         };
         true
     }
@@ -359,21 +355,25 @@ impl<T> Case for SendCase<'_, T> {
             case: registrar.index,
             slot: self.slot.as_mut_ptr() as *mut (),
         };
-        let msg = self.take();
+        debug_assert!(self.full);
         let mode = Mode::Register {
             entry: &self.entry,
             own: NOT_OWN,
         };
-        self.result = match self.tx.chan().send_in(msg, mode) {
-            Ok(()) => Some(Ok(())),
-            Err(SendStop::Fail(msg, _)) => Some(Err(SendError(msg))),
+        // SAFETY: `full`: the slot (the entry's) holds our value, which
+        // stays there unless the send succeeds or registers.
+        self.result = match unsafe { self.tx.chan().send_from(self.entry.slot as *mut T, mode) } {
+            Ok(()) => {
+                self.full = false;
+                Some(Ok(()))
+            }
+            Err(SendStop::Fail(_)) => Some(Err(SendError(self.take()))),
             Err(SendStop::Registered(reg)) => {
-                // The value waits in our slot.
-                self.full = true;
+                // The value waits in our slot (`full` stays set).
                 self.reg = Some(reg);
                 return Registered::Pending;
             }
-            Err(SendStop::SelfMet(_)) => unreachable!("an unpaired case has no own entry"),
+            Err(SendStop::SelfMet) => unreachable!("an unpaired case has no own entry"),
         };
         Registered::Done
     }
@@ -409,8 +409,16 @@ impl<T> Case for SendCase<'_, T> {
             Ok(())
         } else {
             // A bounded channel handed us a permit: deposit the value.
-            let msg = self.take();
-            chan.send_permitted(msg).map_err(|(msg, _)| SendError(msg))
+            debug_assert!(self.full);
+            // SAFETY: `full`: the slot holds our value, which a failed
+            // deposit leaves there.
+            match unsafe { chan.send_permitted(self.slot.as_mut_ptr()) } {
+                Ok(()) => {
+                    self.full = false;
+                    Ok(())
+                }
+                Err(_) => Err(SendError(self.take())),
+            }
         });
     }
 
