@@ -39,7 +39,7 @@
 use crate::cell::Registration;
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::sync::Mutex;
-use crate::loom::{Backoff, CachePadded};
+use crate::loom::{CachePadded, RaceBackoff};
 use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{close_listed, decision, Entry, Outcome, Waiter};
 use crate::Fail;
@@ -123,7 +123,7 @@ impl Counting {
     #[inline]
     pub(crate) fn send(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut s = self.state.load(Ordering::Relaxed);
-        let backoff = Backoff::new();
+        let mut backoff = RaceBackoff::new();
         loop {
             if s & CLOSED != 0 {
                 return Err(RecvStop::Fail(Fail::Closed));
@@ -147,11 +147,11 @@ impl Counting {
             // before our send (the channel as a semaphore orders both ways).
             match self
                 .state
-                .compare_exchange_weak(s, s + 1, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(s, s + 1, Ordering::AcqRel, Ordering::Relaxed)
             {
                 Ok(_) => return Ok(Moved::Counted),
                 Err(now) => {
-                    backoff.spin();
+                    backoff.lost();
                     s = now;
                 }
             }
@@ -163,7 +163,7 @@ impl Counting {
     #[inline]
     pub(crate) fn recv(&self, mode: Mode<'_>) -> Result<Moved<'_>, RecvStop> {
         let mut s = self.state.load(Ordering::Acquire);
-        let backoff = Backoff::new();
+        let mut backoff = RaceBackoff::new();
         loop {
             if s & COUNT == 0 {
                 // Empty, decided from one load: the closed flag sits in the
@@ -185,11 +185,11 @@ impl Counting {
             // AcqRel: as in `send`.
             match self
                 .state
-                .compare_exchange_weak(s, s - 1, Ordering::AcqRel, Ordering::Acquire)
+                .compare_exchange(s, s - 1, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => return Ok(Moved::Counted),
                 Err(now) => {
-                    backoff.spin();
+                    backoff.lost();
                     s = now;
                 }
             }

@@ -310,6 +310,15 @@ fn drop_owned(handle: Box<Handle>) {
 /// Hands `d` to the collector. The object must already be unreachable for
 /// threads that pin from now on.
 pub(crate) fn retire(d: Deferred) {
+    retire_then(d, true)
+}
+
+/// [`retire`], collecting only if `collect_now`: a caller that has no use
+/// for what a collection would free yet (a segment list with spares in its
+/// pool) skips the global locks, the fence and the read of every
+/// participant's line that a collection costs. Skipping only delays frees:
+/// any thread's collection frees every thread's garbage.
+pub(crate) fn retire_then(d: Deferred, collect_now: bool) {
     let global = global();
     // The unlink that preceded this call is ordered before the epoch read, so
     // the tag is never older than the last epoch in which a thread could have
@@ -317,7 +326,9 @@ pub(crate) fn retire(d: Deferred) {
     fence(Ordering::SeqCst);
     let epoch = global.epoch.load(Ordering::Relaxed);
     global.garbage.lock().unwrap()[epoch % 3].push(d);
-    collect();
+    if collect_now {
+        collect();
+    }
 }
 
 /// Tries to advance the epoch, then frees what has outlived its grace period.

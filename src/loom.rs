@@ -103,6 +103,50 @@ impl Backoff {
     }
 }
 
+/// Backoff for a thread that lost a CAS race on a word every thread updates
+/// (the count of a channel of zero-sized messages, the free count of an
+/// `Scq`): the loser waits long
+/// enough for the winner to finish several operations on a line it keeps,
+/// then tries again, waiting twice as long after each loss. Retrying at
+/// once, as `Backoff::spin` does (1 to 64 pauses), keeps the line moving
+/// between cores on every operation: two threads each sending and
+/// receiving on one `bounded::<()>(2)` took 70-87 ns per message that way
+/// and 18-20 ns with this backoff (4 and 16 threads alike; kanal 16-23 in
+/// the same runs, whose spin lock waits out a loss with a sleep system
+/// call). The first wait, 128 pauses, is about 1 us on the machine it was
+/// measured on (8.6 ns per pause; 32 and 64 pauses measured 20-30 ns per
+/// message); the cap, 2048, bounds one wait at about 18 us. Under loom each
+/// wait is a yield. Only for strong CAS loops: a weak CAS that fails
+/// spuriously (on LL/SC machines) lost no race and must not wait.
+pub(crate) struct RaceBackoff {
+    losses: u32,
+}
+
+impl RaceBackoff {
+    const FIRST: u32 = 128;
+    const LAST: u32 = 2048;
+
+    #[inline]
+    pub(crate) fn new() -> Self {
+        RaceBackoff { losses: 0 }
+    }
+
+    /// Waits after a lost race.
+    #[cold]
+    pub(crate) fn lost(&mut self) {
+        #[cfg(not(loom))]
+        {
+            let pauses = (Self::FIRST << self.losses.min(16)).min(Self::LAST);
+            for _ in 0..pauses {
+                std::hint::spin_loop();
+            }
+        }
+        #[cfg(loom)]
+        loom::thread::yield_now();
+        self.losses += 1;
+    }
+}
+
 #[cfg(loom)]
 mod loom_atomic;
 

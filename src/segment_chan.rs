@@ -235,7 +235,13 @@ pub(crate) struct PairRegs {
 }
 
 impl<T> Channel<T> {
-    pub(crate) fn new(cap: Option<usize>) -> Self {
+    /// Writes a new channel to `p`, field by field, so that nothing of its
+    /// size is built on the stack first.
+    ///
+    /// # Safety
+    /// `p` is valid for writes of a `Channel<T>` and unshared.
+    #[inline]
+    pub(crate) unsafe fn init_at(p: *mut Self, cap: Option<usize>) {
         let kind = match cap {
             _ if std::mem::size_of::<T>() == 0 && cap != Some(0) => Kind::Counting {
                 cap,
@@ -248,18 +254,32 @@ impl<T> Channel<T> {
                 permits: Semaphore::new(cap),
             },
         };
-        Channel {
-            senders: CachePadded::new(AtomicU64::new(0)),
-            receivers: CachePadded::new(AtomicU64::new(0)),
-            closed_at: AtomicU64::new(u64::MAX),
-            skipped_sends: AtomicU64::new(0),
-            skipped_recvs: AtomicU64::new(0),
-            cells: if matches!(kind, Kind::Counting { .. }) {
+        let counting = matches!(kind, Kind::Counting { .. });
+        // SAFETY: per the contract; each field is written once.
+        unsafe {
+            ptr::addr_of_mut!((*p).kind).write(kind);
+            ptr::addr_of_mut!((*p).senders).write(CachePadded::new(AtomicU64::new(0)));
+            ptr::addr_of_mut!((*p).receivers).write(CachePadded::new(AtomicU64::new(0)));
+            ptr::addr_of_mut!((*p).closed_at).write(AtomicU64::new(u64::MAX));
+            ptr::addr_of_mut!((*p).skipped_sends).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).skipped_recvs).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).cells).write(if counting {
                 Segments::unused()
             } else {
                 Segments::new()
-            },
-            kind,
+            });
+        }
+    }
+
+    /// A new channel by value, for loom's `Arc`, which cannot be built in
+    /// place.
+    #[cfg(loom)]
+    pub(crate) fn new(cap: Option<usize>) -> Self {
+        let mut chan = MaybeUninit::<Self>::uninit();
+        // SAFETY: `chan` is ours, and `init_at` writes every field of it.
+        unsafe {
+            Self::init_at(chan.as_mut_ptr(), cap);
+            chan.assume_init()
         }
     }
 
@@ -1171,10 +1191,10 @@ impl<T> Channel<T> {
         self.closed_at.store(closed_at, Ordering::Release);
         // Dekker with `park_in`: the bit, then the scan for entries.
         fence(Ordering::SeqCst);
-        let guard = epoch::pin();
         let r = self.receivers.load(Ordering::Relaxed);
         match &self.kind {
             Kind::Rendezvous => {
+                let guard = epoch::pin();
                 // Parked senders anywhere, parked receivers from `closed_at`,
                 // and select duplexes, which may also sit in the one cell
                 // past both counts.
@@ -1189,11 +1209,11 @@ impl<T> Channel<T> {
                         self.skipped_sends.fetch_add(1, Ordering::Relaxed);
                     }
                 });
-                self.close_receivers(closed_at, r, &guard);
+                self.close_receivers(closed_at, r);
             }
-            Kind::Unbounded => self.close_receivers(closed_at, r, &guard),
+            Kind::Unbounded => self.close_receivers(closed_at, r),
             Kind::Bounded { permits, .. } => {
-                self.close_receivers(closed_at, r, &guard);
+                self.close_receivers(closed_at, r);
                 permits.close_waiters();
             }
             Kind::Counting { .. } => unreachable!("closed above"),
@@ -1201,8 +1221,15 @@ impl<T> Channel<T> {
         true
     }
 
-    fn close_receivers(&self, closed_at: u64, r: u64, guard: &epoch::Guard) {
-        self.cells.visit(closed_at, r, guard, |cell| {
+    /// Fails the receivers parked at `closed_at..r` (those that came before
+    /// any message they could get). Most closes find none (`r <= closed_at`)
+    /// and skip the pin with its fence.
+    fn close_receivers(&self, closed_at: u64, r: u64) {
+        if r <= closed_at {
+            return;
+        }
+        let guard = epoch::pin();
+        self.cells.visit(closed_at, r, &guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
             if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) == 0 {
                 cell::close_entry(&cell.state, word, SKIP_RECV);
