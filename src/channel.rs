@@ -7,7 +7,6 @@ use crate::segment_chan::Channel;
 use crate::timer::Timer;
 use crate::{Fail, Wait};
 use std::fmt;
-#[cfg(not(loom))]
 use std::ptr;
 use std::time::{Duration, Instant};
 
@@ -30,6 +29,19 @@ fn new_pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
     )
 }
 
+/// Writes new shared state to `p`, field by field.
+///
+/// # Safety
+/// `p` is valid for writes of a `Shared<T>` and unshared.
+unsafe fn init_shared<T>(p: *mut Shared<T>, cap: Option<usize>) {
+    // SAFETY: per the contract; each field is written once.
+    unsafe {
+        Channel::init_at(ptr::addr_of_mut!((*p).chan), cap);
+        ptr::addr_of_mut!((*p).senders).write(AtomicUsize::new(1));
+        ptr::addr_of_mut!((*p).receivers).write(AtomicUsize::new(1));
+    }
+}
+
 /// Builds the shared state in its allocation: built on the stack and moved
 /// into an `Arc`, the ~1 KiB channel (mostly padding) was copied once more,
 /// an eighth of the time of creating, using and dropping a `bounded(1)`.
@@ -40,25 +52,23 @@ fn new_shared<T>(cap: Option<usize>) -> Arc<Shared<T>> {
         .expect("a new Arc is unique")
         .as_mut_ptr();
     // SAFETY: `p` points to the new allocation, unshared and laid out for
-    // `Shared<T>`; each field is written once, so all of it is initialised
-    // at `assume_init`.
+    // `Shared<T>`; `init_shared` initialises all of it.
     unsafe {
-        Channel::init_at(ptr::addr_of_mut!((*p).chan), cap);
-        ptr::addr_of_mut!((*p).senders).write(AtomicUsize::new(1));
-        ptr::addr_of_mut!((*p).receivers).write(AtomicUsize::new(1));
+        init_shared(p, cap);
         shared.assume_init()
     }
 }
 
-/// Loom's `Arc` has no uninitialised constructor; the copy does not matter
-/// in a model.
+/// Loom's `Arc` has no uninitialised constructor: build on the stack and
+/// move (the copy does not matter in a model).
 #[cfg(loom)]
 fn new_shared<T>(cap: Option<usize>) -> Arc<Shared<T>> {
-    Arc::new(Shared {
-        chan: Channel::new(cap),
-        senders: AtomicUsize::new(1),
-        receivers: AtomicUsize::new(1),
-    })
+    let mut shared = std::mem::MaybeUninit::<Shared<T>>::uninit();
+    // SAFETY: `shared` is ours, and `init_shared` initialises all of it.
+    unsafe {
+        init_shared(shared.as_mut_ptr(), cap);
+        Arc::new(shared.assume_init())
+    }
 }
 
 /// Creates a channel of capacity `cap`. `bounded(0)` is a rendezvous

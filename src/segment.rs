@@ -62,7 +62,12 @@ pub(crate) fn give_back(counter: &AtomicU64, index: u64) -> bool {
 /// this, and whenever its spare pool runs low.
 const COLLECT_EVERY: u64 = 4;
 
-/// Spare segments kept per list for reuse.
+/// Spare segments kept per list for reuse: enough to take in what one
+/// collection frees, since a list collects only every `COLLECT_EVERY`
+/// segments or when its pool runs low. Measured against 4 spares: steady
+/// traffic allocates nothing (4 allocations per 100 000 messages on an
+/// unbounded channel with 4), two threads on separate channels run at 62
+/// ns per message (65), and a drained channel keeps up to 13 segments (8).
 const SPARES: usize = if cfg!(loom) { 1 } else { 8 };
 
 /// Segments allocated and not yet freed, across all lists (for tests that

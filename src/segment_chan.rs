@@ -271,18 +271,6 @@ impl<T> Channel<T> {
         }
     }
 
-    /// A new channel by value, for loom's `Arc`, which cannot be built in
-    /// place.
-    #[cfg(loom)]
-    pub(crate) fn new(cap: Option<usize>) -> Self {
-        let mut chan = MaybeUninit::<Self>::uninit();
-        // SAFETY: `chan` is ours, and `init_at` writes every field of it.
-        unsafe {
-            Self::init_at(chan.as_mut_ptr(), cap);
-            chan.assume_init()
-        }
-    }
-
     pub(crate) fn capacity(&self) -> Option<usize> {
         match &self.kind {
             Kind::Unbounded => None,

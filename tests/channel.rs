@@ -40,6 +40,14 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// A thread with a stack of `stack` bytes (the large-message tests).
+fn spawn_with_stack<R: Send + 'static>(
+    stack: usize,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> std::io::Result<thread::JoinHandle<R>> {
+    thread::Builder::new().stack_size(stack).spawn(f)
+}
+
 /// Long enough that a parked thread has certainly parked on a loaded
 /// 2-core machine most of the time; tests never rely on it for correctness,
 /// only for exercising the blocked path.
@@ -1663,40 +1671,34 @@ fn large_messages_on_a_small_stack() {
     let count: u8 = if cfg!(miri) { 3 } else { 40 };
     for kind in KINDS {
         let (tx, rx) = chan::<Big>(kind);
-        let sender = thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                for i in 0..count {
-                    tx.send([i; N]).unwrap();
-                }
-            })
-            .unwrap();
-        let receiver = thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                let mut i = 0u8;
-                while let Ok(m) = rx.recv() {
-                    assert!(m.iter().all(|&b| b == i));
-                    i += 1;
-                }
-                i
-            })
-            .unwrap();
+        let sender = spawn_with_stack(stack, move || {
+            for i in 0..count {
+                tx.send([i; N]).unwrap();
+            }
+        })
+        .unwrap();
+        let receiver = spawn_with_stack(stack, move || {
+            let mut i = 0u8;
+            while let Ok(m) = rx.recv() {
+                assert!(m.iter().all(|&b| b == i));
+                i += 1;
+            }
+            i
+        })
+        .unwrap();
         sender.join().unwrap();
         assert_eq!(receiver.join().unwrap(), count, "{kind:?}");
     }
     // The shape of crossbeam's bug: bounded(1), the first send on a small
     // stack allocates the first segment.
     let (tx, rx) = bounded::<Big>(1);
-    thread::Builder::new()
-        .stack_size(stack)
-        .spawn(move || {
-            tx.send([9; N]).unwrap();
-            tx.try_send([8; N]).unwrap_err();
-        })
-        .unwrap()
-        .join()
-        .unwrap();
+    spawn_with_stack(stack, move || {
+        tx.send([9; N]).unwrap();
+        tx.try_send([8; N]).unwrap_err();
+    })
+    .unwrap()
+    .join()
+    .unwrap();
     assert_eq!(rx.recv().unwrap()[N - 1], 9);
 }
 
@@ -1723,33 +1725,29 @@ fn a_large_message_is_moved_not_copied_down_the_call_path() {
     };
     for kind in KINDS {
         let (tx, rx) = chan::<Big>(kind);
-        let sender = thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                for i in 1..=3u8 {
-                    // Sometimes the receiver is parked, sometimes not yet.
-                    if i == 2 {
-                        thread::sleep(ms(20));
-                    }
-                    tx.send([i; BIG]).unwrap();
+        let sender = spawn_with_stack(stack, move || {
+            for i in 1..=3u8 {
+                // Sometimes the receiver is parked, sometimes not yet.
+                if i == 2 {
+                    thread::sleep(ms(20));
                 }
-            })
-            .unwrap();
-        let receiver = thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                let mut got = 0u8;
-                while let Ok(m) = rx.recv() {
-                    got += 1;
-                    assert!(m[0] == got && m[BIG - 1] == got, "message {got} corrupted");
-                    if got == 1 {
-                        // The sender of a rendezvous waits parked.
-                        thread::sleep(ms(20));
-                    }
+                tx.send([i; BIG]).unwrap();
+            }
+        })
+        .unwrap();
+        let receiver = spawn_with_stack(stack, move || {
+            let mut got = 0u8;
+            while let Ok(m) = rx.recv() {
+                got += 1;
+                assert!(m[0] == got && m[BIG - 1] == got, "message {got} corrupted");
+                if got == 1 {
+                    // The sender of a rendezvous waits parked.
+                    thread::sleep(ms(20));
                 }
-                got
-            })
-            .unwrap();
+            }
+            got
+        })
+        .unwrap();
         sender.join().unwrap();
         assert_eq!(receiver.join().unwrap(), 3, "{kind:?}");
     }
