@@ -24,7 +24,9 @@
 //!
 //! # Design
 //!
-//! Every send and every receive takes an index by one fetch-and-add and meets
+//! Every send and every receive takes an index from its side's counter (one
+//! CAS, or a fetch-and-add after a short wait when another thread's
+//! increment got in first: wait-free either way) and meets
 //! its partner in the cell of that index, in a linked list of fixed-size
 //! segments ([`segment_chan`](crate) module docs). A thread parks only when
 //! its partner has not arrived; timeouts cancel a parked waiter's cell, which

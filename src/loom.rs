@@ -105,7 +105,7 @@ impl Backoff {
 
 /// Backoff for a thread that lost a CAS race on a word every thread updates
 /// (the count of a channel of zero-sized messages, the free count of an
-/// `Scq`): the loser waits long
+/// `Scq`, a channel's index counters): the loser waits long
 /// enough for the winner to finish several operations on a line it keeps,
 /// then tries again, waiting twice as long after each loss. Retrying at
 /// once, as `Backoff::spin` does (1 to 64 pauses), keeps the line moving
@@ -144,6 +144,35 @@ impl RaceBackoff {
         #[cfg(loom)]
         loom::thread::yield_now();
         self.losses += 1;
+    }
+}
+
+/// Takes the next index of `counter` (returns it; the counter moves past
+/// it), as a fetch-and-add does, in a bounded number of steps: one CAS
+/// from the value just read, and if another thread's increment got in
+/// first, a fetch-and-add after a short wait.
+///
+/// The wait is the point. A fetch-and-add never fails, so when threads on
+/// several cores take indices at once, the counter's line moves to another
+/// core on every operation; the thread that loses the CAS instead waits
+/// about a microsecond ([`RaceBackoff`]), and the winner goes on through
+/// several operations on a line it keeps. Measured on 2 cores, against
+/// fetch-and-add alone: two threads each sending 100 then receiving 100 on
+/// one `bounded(200)` 196 -> 83 ns per message (crossbeam-channel 56),
+/// unbounded_mpmc at 2-16 pairs 84-119 -> 57-62 ns; one thread alone
+/// unchanged (the CAS costs what the fetch-and-add did). `order` is the
+/// increment's, whichever of the two makes it; the first load only guesses
+/// the value, so it is Relaxed.
+#[inline]
+pub(crate) fn take_index(counter: &sync::atomic::AtomicU64, order: sync::atomic::Ordering) -> u64 {
+    use sync::atomic::Ordering::Relaxed;
+    let seen = counter.load(Relaxed);
+    match counter.compare_exchange(seen, seen.wrapping_add(1), order, Relaxed) {
+        Ok(_) => seen,
+        Err(_) => {
+            RaceBackoff::new().lost();
+            counter.fetch_add(1, order)
+        }
     }
 }
 

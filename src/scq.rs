@@ -25,7 +25,8 @@
 //! unit or number comes back only after its entry was marked consumed.
 //!
 //! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`.
-//! `head` and `tail` are only ever moved by fetch-and-add;
+//! `head` and `tail` are moved by increments (`loom::take_index`: a CAS,
+//! or a fetch-and-add after a short wait when the CAS lost a race);
 //! position `p` lives in entry `remap(p mod R)` and belongs to cycle
 //! `p / R`. A dequeuer that arrives before its enqueuer bumps the entry's
 //! cycle so the late enqueuer moves on; one that finds an older value still
@@ -64,7 +65,7 @@
 use crate::atomic128::AtomicU128;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
-use crate::loom::{CachePadded, RaceBackoff};
+use crate::loom::{take_index, CachePadded, RaceBackoff};
 use std::fmt;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
 use std::ptr;
@@ -205,7 +206,7 @@ impl IndexRing {
             // SeqCst on head, tail and threshold: the paper's proofs assume
             // one total order over them (e.g. an enqueuer's threshold reset
             // against a dequeuer's `tail <= head` test).
-            let t = self.tail.fetch_add(1, Ordering::SeqCst);
+            let t = take_index(&self.tail, Ordering::SeqCst);
             if t & FINALIZED != 0 {
                 return false;
             }
@@ -296,7 +297,7 @@ impl IndexRing {
 
     fn dequeue_slow(&self, sweep: bool) -> Option<u64> {
         loop {
-            let h = self.head.fetch_add(1, Ordering::SeqCst);
+            let h = take_index(&self.head, Ordering::SeqCst);
             let hcycle = h >> self.order;
             let entry = &self.entries[self.remap(h)];
             // Acquire: pairs with the enqueuer's CAS (or an RMW in its
@@ -527,8 +528,9 @@ unsafe fn from_bits<T>(bits: u64) -> T {
 /// A bounded, lock-free, multi-producer multi-consumer FIFO queue.
 ///
 /// Built on the SCQ ring of Nikolaev (DISC 2019): pushes and pops claim
-/// positions with fetch-and-add, so producers and consumers do not contend
-/// on one CAS word. No allocation happens after construction. Any number of
+/// positions by incrementing a counter (wait-free: a CAS, or a
+/// fetch-and-add when that lost a race), so producers and consumers do not
+/// contend on one CAS word. No allocation happens after construction. Any number of
 /// threads may use one queue.
 ///
 /// Values of at most 8 bytes (and alignment at most 8) are stored directly

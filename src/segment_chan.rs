@@ -1,8 +1,9 @@
 //! The channel: fetch-and-add over an infinite array of cells (seed 004).
 //!
 //! Send number `i` and receive number `i` meet in cell `i`: each side takes
-//! its index with one fetch-and-add on its counter (`senders`, `receivers`)
-//! and then settles the cell with one CAS (see [`crate::cell`] for the state
+//! its index from its counter (`senders`, `receivers`; [`take_index`]: one
+//! CAS, or a fetch-and-add after a short wait if that lost a race) and
+//! then settles the cell with one CAS (see [`crate::cell`] for the state
 //! diagram). Whoever arrives second completes the transfer; the first only
 //! parks when it has to (a receiver on an empty channel, a rendezvous
 //! sender), leaving a waiter entry in the cell.
@@ -15,8 +16,8 @@
 //!   stack frame) until its receiver takes it.
 //!
 //! **Closing** sets bit 63 of `senders` with one `fetch_or`: the count under
-//! it freezes at `closed_at`, every later send sees the bit in its own
-//! fetch-and-add and fails, receivers take indices below `closed_at` (every
+//! it freezes at `closed_at`, every later send sees the bit in the
+//! increment that took its index and fails, receivers take indices below `closed_at` (every
 //! message sent before the close) and report `Closed` from then on. The
 //! closer then wakes the parked threads that can never be served: receivers
 //! at indices `>= closed_at`, parked rendezvous senders, and senders waiting
@@ -33,7 +34,7 @@ use crate::counting::{self, Counting, Moved};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::{Backoff, CachePadded, SpinLoad};
+use crate::loom::{take_index, Backoff, CachePadded, SpinLoad};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
@@ -459,7 +460,7 @@ impl<T> Channel<T> {
             let start = self.cells.cursor(Side::Push, &guard);
             // Relaxed: the cell CAS carries the data; the closed bit is read
             // from this RMW, which is ordered with the closer's `fetch_or`.
-            let s = self.senders.fetch_add(1, Ordering::Relaxed);
+            let s = take_index(&self.senders, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
                 return Err(Fail::Closed);
             }
@@ -529,7 +530,7 @@ impl<T> Channel<T> {
             }
             let mut guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
-            let s = self.senders.fetch_add(1, Ordering::Relaxed);
+            let s = take_index(&self.senders, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
                 return Err(SendStop::Fail(Fail::Closed));
             }
@@ -683,7 +684,7 @@ impl<T> Channel<T> {
             }
             let mut guard = pinned.take().unwrap_or_else(epoch::pin);
             let start = self.cells.cursor(Side::Pop, &guard);
-            let r = self.receivers.fetch_add(1, Ordering::Relaxed);
+            let r = take_index(&self.receivers, Ordering::Relaxed);
             let seg = self.cells.find(Side::Pop, start, r, &guard);
             let cell = seg.cell(r);
             let mut state = cell.state.load(Ordering::Acquire);
@@ -1396,7 +1397,16 @@ fn recv_counted<T>(count: &Counting, mode: Mode<'_>) -> Result<T, RecvStop> {
 #[inline]
 fn give_up(state: &AtomicUsize, skip: usize, skipped: &AtomicU64) -> Result<(), usize> {
     let backoff = Backoff::new();
-    for _ in 0..4 {
+    // Alone on one CPU, the partner cannot write while we spin.
+    #[cfg(not(loom))]
+    let rounds = if crate::yielding::spinning_helps() {
+        4
+    } else {
+        0
+    };
+    #[cfg(loom)]
+    let rounds = 4;
+    for _ in 0..rounds {
         backoff.spin();
         let s = state.load(Ordering::Acquire);
         if s != EMPTY {

@@ -361,7 +361,8 @@ pub(crate) fn spin_until(deadline: Option<Instant>, done: impl Fn() -> bool) -> 
 }
 
 /// The first phase of [`spin_until`]: pause-spins a few rounds (a fraction
-/// of a microsecond), checking `done()` after each. Under loom: one check.
+/// of a microsecond), checking `done()` after each. Under loom, and on a
+/// thread that may run on only one CPU: one check.
 #[inline]
 pub(crate) fn spin(done: impl Fn() -> bool) -> bool {
     #[cfg(loom)]
@@ -370,6 +371,9 @@ pub(crate) fn spin(done: impl Fn() -> bool) -> bool {
     }
     #[cfg(not(loom))]
     {
+        if !crate::yielding::spinning_helps() {
+            return done();
+        }
         (0..SPIN_ROUNDS).any(|round| {
             for _ in 0..1u32 << round {
                 std::hint::spin_loop();
