@@ -530,8 +530,8 @@ unsafe fn from_bits<T>(bits: u64) -> T {
 /// Built on the SCQ ring of Nikolaev (DISC 2019): pushes and pops claim
 /// positions by incrementing a counter (wait-free: a CAS, or a
 /// fetch-and-add when that lost a race), so producers and consumers do not
-/// contend on one CAS word. No allocation happens after construction. Any number of
-/// threads may use one queue.
+/// contend on one CAS word. No allocation happens after construction. Any
+/// number of threads may use one queue.
 ///
 /// Values of at most 8 bytes (and alignment at most 8) are stored directly
 /// in the ring's 128-bit entries; larger values live in a slot array whose

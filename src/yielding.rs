@@ -1,4 +1,4 @@
-//! Whether a blocked thread should yield before it parks.
+//! Whether a blocked thread should spin or yield before it parks.
 //!
 //! A waiter yields for a few tens of microseconds before parking (see
 //! `waiter::yield_until`): when the runnable threads are its own process's,
