@@ -19,10 +19,10 @@
 //! it freezes at `closed_at`, every later send sees the bit in the
 //! increment that took its index and fails, receivers take indices below
 //! `closed_at` (every message sent before the close) and report `Closed`
-//! from then on. The
-//! closer then wakes the parked threads that can never be served: receivers
-//! at indices `>= closed_at`, parked rendezvous senders, and senders waiting
-//! for a permit; they get `Closed` (senders with their message).
+//! from then on. The closer then wakes the parked threads that can never be
+//! served: receivers at indices `>= closed_at`, parked rendezvous senders,
+//! and senders waiting for a permit; they get `Closed` (senders with their
+//! message).
 //!
 //! **Indices** are 63-bit counts: at one operation per nanosecond they wrap
 //! after 292 years, so wrap-around is not handled.
