@@ -1,74 +1,25 @@
 //! The public handles: [`Sender`], [`Receiver`], and their iterators.
 
 use crate::error::*;
-use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use crate::loom::sync::Arc;
 use crate::segment_chan::Channel;
 use crate::timer::Timer;
 use crate::{Fail, Wait};
 use std::fmt;
-use std::ptr;
 use std::time::{Duration, Instant};
 
-/// The channel plus the number of live handles of each side.
-pub(crate) struct Shared<T> {
-    pub(crate) chan: Channel<T>,
-    senders: AtomicUsize,
-    receivers: AtomicUsize,
-}
+mod shared;
+
+use shared::{SharedRef, Side};
 
 fn new_pair<T>(cap: Option<usize>) -> (Sender<T>, Receiver<T>) {
-    let shared = new_shared(cap);
+    let (sender, receiver) = SharedRef::new_pair(cap);
     (
-        Sender {
-            shared: shared.clone(),
-        },
+        Sender { shared: sender },
         Receiver {
-            flavor: Flavor::Chan(shared),
+            flavor: Flavor::Chan(receiver),
         },
     )
-}
-
-/// Writes new shared state to `p`, field by field.
-///
-/// # Safety
-/// `p` is valid for writes of a `Shared<T>` and unshared.
-unsafe fn init_shared<T>(p: *mut Shared<T>, cap: Option<usize>) {
-    // SAFETY: per the contract; each field is written once.
-    unsafe {
-        Channel::init_at(ptr::addr_of_mut!((*p).chan), cap);
-        ptr::addr_of_mut!((*p).senders).write(AtomicUsize::new(1));
-        ptr::addr_of_mut!((*p).receivers).write(AtomicUsize::new(1));
-    }
-}
-
-/// Builds the shared state in its allocation: built on the stack and moved
-/// into an `Arc`, the ~1 KiB channel (mostly padding) was copied once more,
-/// an eighth of the time of creating, using and dropping a `bounded(1)`.
-#[cfg(not(loom))]
-fn new_shared<T>(cap: Option<usize>) -> Arc<Shared<T>> {
-    let mut shared = Arc::<Shared<T>>::new_uninit();
-    let p = Arc::get_mut(&mut shared)
-        .expect("a new Arc is unique")
-        .as_mut_ptr();
-    // SAFETY: `p` points to the new allocation, unshared and laid out for
-    // `Shared<T>`; `init_shared` initialises all of it.
-    unsafe {
-        init_shared(p, cap);
-        shared.assume_init()
-    }
-}
-
-/// Loom's `Arc` has no uninitialised constructor: build on the stack and
-/// move (the copy does not matter in a model).
-#[cfg(loom)]
-fn new_shared<T>(cap: Option<usize>) -> Arc<Shared<T>> {
-    let mut shared = std::mem::MaybeUninit::<Shared<T>>::uninit();
-    // SAFETY: `shared` is ours, and `init_shared` initialises all of it.
-    unsafe {
-        init_shared(shared.as_mut_ptr(), cap);
-        Arc::new(shared.assume_init())
-    }
 }
 
 /// Creates a channel of capacity `cap`. `bounded(0)` is a rendezvous
@@ -113,7 +64,7 @@ fn deadline_after(timeout: Duration) -> Option<Instant> {
 /// assert_eq!(rx.recv(), Ok("hi"));
 /// ```
 pub struct Sender<T> {
-    shared: Arc<Shared<T>>,
+    shared: SharedRef<T>,
 }
 
 /// The receiving half of a channel. Clone it for more consumers.
@@ -131,7 +82,7 @@ pub struct Receiver<T> {
 /// What a [`Receiver`] receives from.
 pub(crate) enum Flavor<T> {
     /// A channel.
-    Chan(Arc<Shared<T>>),
+    Chan(SharedRef<T>),
     /// A timer ([`after`](crate::after), [`tick`](crate::tick),
     /// [`never`](crate::never)). The function makes its `Instant` a `T`:
     /// only the timer constructors build this flavor, with `T = Instant`
@@ -479,10 +430,8 @@ impl<T> Receiver<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
-        // Relaxed: a new handle is made from an existing one, as in `Arc`.
-        self.shared.senders.fetch_add(1, Ordering::Relaxed);
         Sender {
-            shared: self.shared.clone(),
+            shared: self.shared.clone_for(Side::Send),
         }
     }
 }
@@ -490,10 +439,7 @@ impl<T> Clone for Sender<T> {
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
         let flavor = match &self.flavor {
-            Flavor::Chan(shared) => {
-                shared.receivers.fetch_add(1, Ordering::Relaxed);
-                Flavor::Chan(shared.clone())
-            }
+            Flavor::Chan(shared) => Flavor::Chan(shared.clone_for(Side::Recv)),
             Flavor::Timer(timer, convert) => Flavor::Timer(timer.clone(), *convert),
         };
         Receiver { flavor }
@@ -502,10 +448,8 @@ impl<T> Clone for Receiver<T> {
 
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
-        // AcqRel: the last sender's close follows every other sender's sends.
-        if self.shared.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.ops().close();
-        }
+        // SAFETY: the handle's one release; `shared` is not used after.
+        unsafe { self.shared.release(Side::Send, |chan| _ = chan.close()) };
     }
 }
 
@@ -514,12 +458,11 @@ impl<T> Drop for Receiver<T> {
         let Flavor::Chan(shared) = &self.flavor else {
             return; // a timer stops when its last handle goes
         };
-        if shared.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // Buffered messages are dropped here, each exactly once. If one's
-            // `Drop` panics, the panic propagates and the rest are dropped
-            // with the channel's memory (never twice).
-            shared.chan.close_and_drain();
-        }
+        // Buffered messages are dropped by the last receiver, each exactly
+        // once. If one's `Drop` panics, the panic propagates and the rest are
+        // dropped with the channel's memory (never twice).
+        // SAFETY: the handle's one release; `shared` is not used after.
+        unsafe { shared.release(Side::Recv, Channel::close_and_drain) };
     }
 }
 

@@ -24,6 +24,13 @@
 //! and senders waiting for a permit; they get `Closed` (senders with their
 //! message).
 //!
+//! **Failing non-blocking operations** read and never write: `try_recv`
+//! on an empty or closed-and-drained channel reads `receivers`, then
+//! `senders` (`nothing_to_receive`); `try_send` on a full channel reads the
+//! permits (bounded) or `senders`, then `receivers` (rendezvous)
+//! (`nothing_to_send`). Both checks are inlined where the operation is
+//! called, ahead of the operation proper.
+//!
 //! **Indices** are 63-bit counts: at one operation per nanosecond they wrap
 //! after 292 years, so wrap-around is not handled.
 
@@ -409,7 +416,54 @@ impl<T> Channel<T> {
     /// On `Ok` and on `SendStop::Registered` the value has moved out (the
     /// caller must not use or drop it; a registered value is handed over
     /// from the slot later); on any other `Err` it is still the caller's.
+    #[inline]
     pub(crate) unsafe fn send_from(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        // As for `try_recv` (see `recv_in`): a failing `try_send` is a few
+        // loads inlined in the caller, not a call into the send proper.
+        if let Mode::Try = mode {
+            if let Some(fail) = self.nothing_to_send() {
+                return Err(SendStop::Fail(fail));
+            }
+        }
+        // SAFETY: our caller's contract.
+        unsafe { self.send_in(msg, mode) }
+    }
+
+    /// Decides "full" and "closed" for a `try_send` from reads alone, where
+    /// that is cheap: a rendezvous channel with no receiver waiting (the
+    /// reads `send_rendezvous` makes first), a bounded one with no permit
+    /// free (the reads of a failing `Semaphore::try_acquire`, in its order:
+    /// the permits, what receivers returned, then the closed bit). `None`:
+    /// ask the send proper.
+    #[inline]
+    fn nothing_to_send(&self) -> Option<Fail> {
+        let closed_or_full = |closed: bool| {
+            if closed {
+                Fail::Closed
+            } else {
+                Fail::WouldBlock
+            }
+        };
+        match &self.kind {
+            Kind::Rendezvous => {
+                // S, then R: if no receiver has started beyond the senders
+                // when R is read, none was waiting at that instant.
+                let s = self.senders.load(Ordering::Acquire);
+                (s & CLOSED_BIT != 0 || count(s) >= self.receivers.load(Ordering::Acquire))
+                    .then(|| closed_or_full(s & CLOSED_BIT != 0))
+            }
+            Kind::Bounded { permits, .. } => permits
+                .is_exhausted()
+                .then(|| closed_or_full(self.is_closed())),
+            Kind::Unbounded | Kind::Counting { .. } => None,
+        }
+    }
+
+    /// [`Channel::send_from`] past its read-only check.
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`].
+    unsafe fn send_in(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
         if let Mode::Register { entry, .. } = mode {
             debug_assert_eq!(
                 entry.slot, msg as *mut (),
@@ -518,16 +572,10 @@ impl<T> Channel<T> {
     /// As [`Channel::send_from`].
     unsafe fn send_rendezvous(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
         'index: loop {
-            if let Mode::Try = mode {
-                // Read only: S, then R. If no receiver has started beyond the
-                // senders when we read R, none was waiting at that instant.
-                let s = self.senders.load(Ordering::Acquire);
-                if s & CLOSED_BIT != 0 {
-                    return Err(SendStop::Fail(Fail::Closed));
-                }
-                if count(s) >= self.receivers.load(Ordering::Acquire) {
-                    return Err(SendStop::Fail(Fail::WouldBlock));
-                }
+            // (Again after a skipped cell: the receiver we counted on may be
+            // the one that gave up.)
+            if let (Mode::Try, Some(fail)) = (mode, self.nothing_to_send()) {
+                return Err(SendStop::Fail(fail));
             }
             let mut guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
@@ -1185,6 +1233,12 @@ impl<T> Channel<T> {
 
     /// Closes the channel; `true` if this call closed it.
     pub(crate) fn close(&self) -> bool {
+        // The bit never clears: a close that finds it set has nothing to
+        // do (the last receiver's drop usually closes the channel, and the
+        // last sender's drop then spares the read-modify-write).
+        if self.senders.load(Ordering::Relaxed) & CLOSED_BIT != 0 {
+            return false;
+        }
         let prev = self.senders.fetch_or(CLOSED_BIT, Ordering::SeqCst);
         if prev & CLOSED_BIT != 0 {
             return false;

@@ -304,6 +304,39 @@ fn last_receiver_drop_races_send() {
     });
 }
 
+/// Bound 3. Handles of both sides are cloned and dropped on three threads,
+/// so that the last of each side may be the one that found its count at 1
+/// or the one whose subtract made it so, in either order: each side's close
+/// work runs once, the buffered message is dropped exactly once (by the last
+/// receiver, or after a late close), and the channel is freed once, by
+/// whoever leaves last (loom reports the atomics of a channel freed twice,
+/// or used after it was freed).
+#[test]
+fn handles_dropped_on_three_threads() {
+    model("handles_dropped_on_three_threads", 3, || {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = unbounded();
+        let tx2 = tx.clone();
+        let d = drops.clone();
+        let a = thread::spawn(move || {
+            let rx2 = rx.clone();
+            drop(rx);
+            rx2
+        });
+        let b = thread::spawn(move || {
+            if let Err(e) = tx2.send(Token(d)) {
+                drop(e.into_inner());
+            }
+        });
+        drop(tx);
+        let rx2 = a.join().unwrap();
+        let c = thread::spawn(move || drop(rx2));
+        b.join().unwrap();
+        c.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+    });
+}
+
 /// Bound 3. A try_send on a rendezvous channel races a receiver that is
 /// parking: it either hands the message over or reports Full, and a
 /// timed-out receiver leaves `len()` at 0.

@@ -1,0 +1,179 @@
+//! The allocation a channel's handles share, and the one word that counts
+//! them and decides who frees it.
+//!
+//! The word holds the number of `Sender`s, the number of `Receiver`s, and
+//! the number of sides still open (2, then 1, then 0). Cloning a handle is
+//! one add; dropping one that is not the last of its side is one subtract.
+//! The last handle of a side runs its side's close work, then closes its
+//! side; whoever closes the second side frees the allocation. So creating a
+//! channel takes no read-modify-write at all, and dropping both ends of a
+//! fresh channel takes one each (an `Arc` beside two handle counts took
+//! six: measured on creating, using and dropping a `bounded(1)`).
+//!
+//! A handle being dropped that sees its side's count at 1 knows it is the
+//! last one for good: a handle is only ever made by cloning one of the same
+//! side, and there is none left to clone from. It runs the close work
+//! first, then leaves its side and the open-side count in a single
+//! subtract. If its count read higher but other handles of its side were
+//! dropped meanwhile, its subtract tells it that it was the last after all,
+//! and the side is closed with a second subtract.
+
+use crate::loom::sync::atomic::{AtomicU64, Ordering};
+use crate::segment_chan::Channel;
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::ptr::{self, NonNull};
+
+/// One `Sender` in the count.
+const SENDER: u64 = 1;
+/// One `Receiver` in the count.
+const RECEIVER: u64 = 1 << 31;
+/// One side (senders, receivers) that has handles or is closing.
+const OPEN_SIDE: u64 = 1 << 62;
+/// A side's count, once shifted down by its unit.
+const SIDE_COUNT: u64 = (1 << 31) - 1;
+/// More handles of one side than this aborts the process, as `Arc` does
+/// past `isize::MAX` references: the count must never carry into the next
+/// field (which takes over a billion leaked clones).
+const MAX_HANDLES: u64 = 1 << 30;
+
+/// Which side a handle is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Send,
+    Recv,
+}
+
+impl Side {
+    fn unit(self) -> u64 {
+        match self {
+            Side::Send => SENDER,
+            Side::Recv => RECEIVER,
+        }
+    }
+
+    fn count(self, word: u64) -> u64 {
+        (word / self.unit()) & SIDE_COUNT
+    }
+}
+
+/// The channel and its handle count.
+pub(crate) struct Shared<T> {
+    pub(crate) chan: Channel<T>,
+    handles: AtomicU64,
+}
+
+/// One handle's counted pointer to the [`Shared`] state.
+pub(crate) struct SharedRef<T> {
+    ptr: NonNull<Shared<T>>,
+    _owns: PhantomData<Shared<T>>,
+}
+
+// SAFETY: a `SharedRef` gives out only `&Shared<T>` (whose channel is
+// `Send + Sync` when `T: Send`), and frees it once, from whichever thread
+// drops the last handle: what `Arc<Shared<T>>` would allow.
+unsafe impl<T: Send> Send for SharedRef<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T: Send> Sync for SharedRef<T> {}
+
+impl<T> SharedRef<T> {
+    /// A new channel of capacity `cap`, and one reference for each side.
+    pub(crate) fn new_pair(cap: Option<usize>) -> (SharedRef<T>, SharedRef<T>) {
+        // Built in place: on the stack and moved, the ~1 KiB channel (mostly
+        // padding) was copied once more, an eighth of the time of creating,
+        // using and dropping a `bounded(1)`.
+        let mut boxed = Box::<Shared<T>>::new_uninit();
+        let p = boxed.as_mut_ptr();
+        // SAFETY: `p` is the new allocation, unshared and laid out for
+        // `Shared<T>`; each field is written once, so all of it is
+        // initialised when `assume_init` runs.
+        let shared = unsafe {
+            Channel::init_at(ptr::addr_of_mut!((*p).chan), cap);
+            ptr::addr_of_mut!((*p).handles)
+                .write(AtomicU64::new(SENDER + RECEIVER + 2 * OPEN_SIDE));
+            boxed.assume_init()
+        };
+        let ptr = NonNull::from(Box::leak(shared));
+        let new = || SharedRef {
+            ptr,
+            _owns: PhantomData,
+        };
+        (new(), new())
+    }
+
+    /// Another reference for a new handle of `side`.
+    pub(crate) fn clone_for(&self, side: Side) -> SharedRef<T> {
+        // Relaxed: a new handle is made from an existing one, as in `Arc`.
+        let before = self.handles.fetch_add(side.unit(), Ordering::Relaxed);
+        if side.count(before) >= MAX_HANDLES {
+            std::process::abort();
+        }
+        SharedRef {
+            ptr: self.ptr,
+            _owns: PhantomData,
+        }
+    }
+
+    /// Drops this reference of a handle of `side`. The last handle of its
+    /// side runs `close_side` first; the last reference of all frees the
+    /// channel (also when `close_side` panics: the panic goes on from here).
+    ///
+    /// # Safety
+    /// Called once per reference, which is not used afterwards.
+    pub(crate) unsafe fn release(&self, side: Side, close_side: impl FnOnce(&Channel<T>)) {
+        // Acquire: the handles of our side dropped before (their Release
+        // subtracts) happen before our close work, as when we learn it from
+        // a subtract.
+        if side.count(self.handles.load(Ordering::Acquire)) == 1 {
+            let leave = Leave {
+                shared: self.ptr,
+                units: side.unit() + OPEN_SIDE,
+            };
+            close_side(&self.chan);
+            drop(leave);
+            return;
+        }
+        // AcqRel: Release hands our uses of the channel to whoever frees
+        // it; Acquire, when we turn out to be the last, orders the other
+        // handles' uses before our close work.
+        let before = self.handles.fetch_sub(side.unit(), Ordering::AcqRel);
+        if side.count(before) == 1 {
+            let leave = Leave {
+                shared: self.ptr,
+                units: OPEN_SIDE,
+            };
+            close_side(&self.chan);
+            drop(leave);
+        }
+    }
+}
+
+impl<T> Deref for SharedRef<T> {
+    type Target = Shared<T>;
+
+    fn deref(&self) -> &Shared<T> {
+        // SAFETY: our reference is counted, so the allocation is alive.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+/// Takes `units` out of the count when dropped (so also while a panic
+/// unwinds), and frees the channel if that leaves nothing.
+struct Leave<T> {
+    shared: NonNull<Shared<T>>,
+    units: u64,
+}
+
+impl<T> Drop for Leave<T> {
+    fn drop(&mut self) {
+        // SAFETY: we hold a counted reference until the subtract below.
+        let handles = unsafe { &self.shared.as_ref().handles };
+        // AcqRel: Release hands this side's close work (and all its uses)
+        // to the freer; Acquire, if we are the freer, sees the other side's.
+        if handles.fetch_sub(self.units, Ordering::AcqRel) == self.units {
+            // SAFETY: the count is zero: no handle is left, and the
+            // allocation came from `Box` in `new_pair`.
+            drop(unsafe { Box::from_raw(self.shared.as_ptr()) });
+        }
+    }
+}
