@@ -27,6 +27,13 @@ pub struct SendError<T>(pub T);
 
 impl<T> SendError<T> {
     /// The message that could not be sent.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::bounded::<String>(1);
+    /// rx.close();
+    /// let back = tx.send("hi".into()).unwrap_err().into_inner();
+    /// assert_eq!(back, "hi");
+    /// ```
     pub fn into_inner(self) -> T {
         self.0
     }
@@ -57,6 +64,11 @@ pub enum TrySendError<T> {
 
 impl<T> TrySendError<T> {
     /// The message that could not be sent.
+    ///
+    /// ```
+    /// let (tx, _rx) = scalechan::bounded(0); // nobody receiving
+    /// assert_eq!(tx.try_send(5).unwrap_err().into_inner(), 5);
+    /// ```
     pub fn into_inner(self) -> T {
         match self {
             TrySendError::Full(t) | TrySendError::Closed(t) => t,
@@ -64,11 +76,23 @@ impl<T> TrySendError<T> {
     }
 
     /// True for `Full`.
+    ///
+    /// ```
+    /// let (tx, _rx) = scalechan::bounded(1);
+    /// tx.try_send(1).unwrap();
+    /// assert!(tx.try_send(2).unwrap_err().is_full());
+    /// ```
     pub fn is_full(&self) -> bool {
         matches!(self, TrySendError::Full(_))
     }
 
     /// True for `Closed`.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::bounded(1);
+    /// drop(rx);
+    /// assert!(tx.try_send(1).unwrap_err().is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         matches!(self, TrySendError::Closed(_))
     }
@@ -109,6 +133,13 @@ pub enum SendTimeoutError<T> {
 
 impl<T> SendTimeoutError<T> {
     /// The message that could not be sent.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, _rx) = scalechan::bounded(0);
+    /// let err = tx.send_timeout(3, Duration::from_millis(1)).unwrap_err();
+    /// assert_eq!(err.into_inner(), 3);
+    /// ```
     pub fn into_inner(self) -> T {
         match self {
             SendTimeoutError::Timeout(t) | SendTimeoutError::Closed(t) => t,
@@ -116,11 +147,25 @@ impl<T> SendTimeoutError<T> {
     }
 
     /// True for `Timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, _rx) = scalechan::bounded(0);
+    /// assert!(tx.send_timeout(1, Duration::from_millis(1)).unwrap_err().is_timeout());
+    /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, SendTimeoutError::Timeout(_))
     }
 
-    /// True for `Closed`.
+    /// True for `Closed` (reported before any wait: a closed channel never
+    /// times out).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, rx) = scalechan::bounded(0);
+    /// rx.close();
+    /// assert!(tx.send_timeout(1, Duration::from_secs(60)).unwrap_err().is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         matches!(self, SendTimeoutError::Closed(_))
     }
@@ -178,11 +223,25 @@ pub enum TryRecvError {
 
 impl TryRecvError {
     /// True for `Empty`.
+    ///
+    /// ```
+    /// let (_tx, rx) = scalechan::unbounded::<i32>();
+    /// assert!(rx.try_recv().unwrap_err().is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         matches!(self, TryRecvError::Empty)
     }
 
-    /// True for `Closed`.
+    /// True for `Closed`: closed, and every message sent before the close
+    /// already received.
+    ///
+    /// ```
+    /// let (tx, rx) = scalechan::unbounded();
+    /// tx.send(1).unwrap();
+    /// drop(tx);
+    /// assert_eq!(rx.try_recv(), Ok(1));
+    /// assert!(rx.try_recv().unwrap_err().is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         matches!(self, TryRecvError::Closed)
     }
@@ -222,11 +281,25 @@ pub enum RecvTimeoutError {
 
 impl RecvTimeoutError {
     /// True for `Timeout`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (_tx, rx) = scalechan::bounded::<i32>(1);
+    /// assert!(rx.recv_timeout(Duration::from_millis(1)).unwrap_err().is_timeout());
+    /// ```
     pub fn is_timeout(&self) -> bool {
         matches!(self, RecvTimeoutError::Timeout)
     }
 
-    /// True for `Closed`.
+    /// True for `Closed` (closed and drained; a closed channel never times
+    /// out).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (tx, rx) = scalechan::bounded::<i32>(1);
+    /// drop(tx);
+    /// assert!(rx.recv_timeout(Duration::from_secs(60)).unwrap_err().is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         matches!(self, RecvTimeoutError::Closed)
     }
