@@ -136,6 +136,19 @@ pub(crate) enum Fail {
     Timeout,
 }
 
+impl Fail {
+    /// Why an operation that cannot complete now failed: `Closed` on a
+    /// closed channel, else it would have to wait.
+    #[inline]
+    pub(crate) fn closed_or_blocked(closed: bool) -> Fail {
+        if closed {
+            Fail::Closed
+        } else {
+            Fail::WouldBlock
+        }
+    }
+}
+
 #[doc(hidden)]
 pub mod __private {
     //! Hooks for the crate's own tests; not part of the API.

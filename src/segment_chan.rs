@@ -437,24 +437,17 @@ impl<T> Channel<T> {
     /// ask the send proper.
     #[inline]
     fn nothing_to_send(&self) -> Option<Fail> {
-        let closed_or_full = |closed: bool| {
-            if closed {
-                Fail::Closed
-            } else {
-                Fail::WouldBlock
-            }
-        };
         match &self.kind {
             Kind::Rendezvous => {
                 // S, then R: if no receiver has started beyond the senders
                 // when R is read, none was waiting at that instant.
                 let s = self.senders.load(Ordering::Acquire);
                 (s & CLOSED_BIT != 0 || count(s) >= self.receivers.load(Ordering::Acquire))
-                    .then(|| closed_or_full(s & CLOSED_BIT != 0))
+                    .then(|| Fail::closed_or_blocked(s & CLOSED_BIT != 0))
             }
             Kind::Bounded { permits, .. } => permits
                 .is_exhausted()
-                .then(|| closed_or_full(self.is_closed())),
+                .then(|| Fail::closed_or_blocked(self.is_closed())),
             Kind::Unbounded | Kind::Counting { .. } => None,
         }
     }
@@ -713,11 +706,7 @@ impl<T> Channel<T> {
     fn nothing_to_receive(&self) -> Option<Fail> {
         let r = self.receivers.load(Ordering::Acquire);
         let s = self.senders.load(Ordering::Acquire);
-        (count(s) <= r).then_some(if s & CLOSED_BIT != 0 {
-            Fail::Closed
-        } else {
-            Fail::WouldBlock
-        })
+        (count(s) <= r).then_some(Fail::closed_or_blocked(s & CLOSED_BIT != 0))
     }
 
     /// Receives in any mode into `out`, which holds the message after

@@ -292,11 +292,7 @@ impl Semaphore {
                     cur = self.permits.load(Ordering::Relaxed);
                     continue;
                 }
-                return Err(if is_closed() {
-                    Fail::Closed
-                } else {
-                    Fail::WouldBlock
-                });
+                return Err(Fail::closed_or_blocked(is_closed()));
             }
             match self.permits.compare_exchange_weak(
                 cur,

@@ -979,3 +979,104 @@ fn zero_sized_messages_counted_exactly_once() {
         }
     }
 }
+
+#[test]
+fn handles_cloned_and_dropped_while_messages_flow() {
+    // Every send goes through a fresh clone of the thread's `Sender`, and
+    // every receive through a fresh clone of its `Receiver`, each dropped
+    // right after: the handle count churns on both sides while messages
+    // flow. The channel must close exactly when the last original sender
+    // goes (no receiver sees `Closed` before every message is in, and none
+    // blocks after), every message arrives exactly once, and what the last
+    // receiver drops is counted too.
+    let producers = 4;
+    let per_producer = scaled(4_000);
+    for kind in KINDS {
+        let (tx, rx) = chan::<(usize, Token)>(kind);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let seen: Arc<Vec<AtomicU8>> = Arc::new(
+            (0..producers * per_producer)
+                .map(|_| AtomicU8::new(0))
+                .collect(),
+        );
+        let senders: Vec<_> = (0..producers)
+            .map(|p| {
+                let tx = tx.clone();
+                let drops = drops.clone();
+                thread::spawn(move || {
+                    for i in 0..per_producer {
+                        let id = p * per_producer + i;
+                        let clone = tx.clone();
+                        clone.send((id, Token(drops.clone()))).unwrap();
+                        drop(clone);
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let receivers: Vec<_> = (0..3)
+            .map(|_| {
+                let rx = rx.clone();
+                let seen = seen.clone();
+                thread::spawn(move || loop {
+                    let clone = rx.clone();
+                    match clone.recv() {
+                        Ok((id, token)) => {
+                            assert_eq!(seen[id].fetch_add(1, Ordering::Relaxed), 0, "{id} twice");
+                            drop(token);
+                        }
+                        Err(_) => return,
+                    }
+                })
+            })
+            .collect();
+        for s in senders {
+            s.join().unwrap();
+        }
+        for r in receivers {
+            r.join().unwrap();
+        }
+        assert!(
+            seen.iter().all(|n| n.load(Ordering::Relaxed) == 1),
+            "{kind:?}: a message lost"
+        );
+        assert_eq!(drops.load(Ordering::Relaxed), producers * per_producer);
+        assert!(rx.is_closed() && rx.is_empty());
+        drop(rx);
+
+        // Receiver clones dropped on several threads at once, with messages
+        // still buffered: the last of them drops each message, once.
+        if kind != Some(0) {
+            let (tx, rx) = chan::<Token>(kind);
+            let buffered = kind.unwrap_or(64);
+            let drops = Arc::new(AtomicUsize::new(0));
+            for _ in 0..buffered {
+                tx.try_send(Token(drops.clone())).unwrap();
+            }
+            let clones: Vec<_> = (0..4).map(|_| rx.clone()).collect();
+            drop(rx);
+            let hs: Vec<_> = clones
+                .into_iter()
+                .map(|rx| thread::spawn(move || drop(rx)))
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert_eq!(drops.load(Ordering::Relaxed), buffered, "{kind:?}");
+            assert!(tx.is_closed() && tx.is_empty());
+            assert!(matches!(
+                tx.try_send(Token(drops.clone())),
+                Err(TrySendError::Closed(_))
+            ));
+        }
+    }
+}
+
+/// Counts its drops.
+struct Token(Arc<AtomicUsize>);
+
+impl Drop for Token {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
