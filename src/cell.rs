@@ -20,7 +20,8 @@
 //! A semaphore cell holds no value: `BUFFERED` is a permit left before its
 //! waiter came, `SKIP_SEND` a waiter that gave up owing its permit (the
 //! releaser landing there pays it), and `WITHDRAWN` one that gave up and
-//! took its debt back (passed for free).
+//! took its debt back (passed for free, or taken over by the next waiter
+//! to queue).
 //!
 //! A select with both a send and a receive case on one rendezvous channel
 //! cannot take an index on each side when the two counters are equal: both
@@ -52,7 +53,8 @@ pub(crate) const SKIP_SEND: usize = 4;
 pub(crate) const SKIP_RECV: usize = 5;
 /// A semaphore waiter gave up and took its debt back out of the permit
 /// count: nobody is owed this cell, and a releaser passes it without
-/// spending its permit (see `semaphore.rs`).
+/// spending its permit, unless a new waiter took it over first (see
+/// `semaphore.rs`).
 pub(crate) const WITHDRAWN: usize = 6;
 
 /// Tag bit on an entry pointer published by a sender.

@@ -219,6 +219,11 @@ impl<C: SegmentCell> Segment<C> {
         }
     }
 
+    /// The index of this segment's first cell.
+    pub(crate) fn first_index(&self) -> u64 {
+        self.id * SEGMENT_CELLS as u64
+    }
+
     #[inline]
     pub(crate) fn cell(&self, index: u64) -> &C {
         &self.cells[remap::<C>((index % SEGMENT_CELLS as u64) as usize)]

@@ -23,8 +23,11 @@
 //! cell `WITHDRAWN`, which releasers and the quitter itself pass without
 //! paying (`pass_withdrawn`, marking it `DONE` first). A waiter that hands
 //! its index back also hands back the withdrawn cells just below it
-//! (`give_back_withdrawn`), so waiters timing out behind one blocked for
-//! good leave no trail. Only if every debt is already counted on does
+//! (`give_back_withdrawn`), and a waiter about to queue first takes over a
+//! withdrawn cell of the queue's last segment if there is one
+//! (`reuse_withdrawn`), so waiters timing out behind one blocked for
+//! good leave no trail, even when they keep taking indices above each
+//! other's. Only if every debt is already counted on does
 //! it leave a skip, which the releaser on its way pays by releasing again.
 //! Without this, senders timing out on a full channel that nobody drains
 //! would leave a trail of skipped cells (one segment per 32 attempts) for
@@ -51,10 +54,10 @@
 use crate::cell::{self, Claim, Claimer, InCell, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
 use crate::segment::{
-    give_back, may_give_back, LazySegments, Segment, SegmentCell, Side, SEGMENT_CELLS,
+    give_back, may_give_back, LazySegments, Segment, SegmentCell, Segments, Side, SEGMENT_CELLS,
 };
 use crate::segment_chan::{Mode, RecvStop};
 use crate::waiter::{linger, Entry, Outcome, Waiter};
@@ -100,6 +103,10 @@ pub(crate) struct Semaphore {
     /// that wait and by receivers that serve them).
     enq: AtomicU64,
     deq: AtomicU64,
+    /// Set when a waiter leaves a cell `WITHDRAWN`, cleared by a queueing
+    /// waiter that found none to take over: a hint that spares queueing
+    /// waiters the scan while nobody gives up (see `reuse_withdrawn`).
+    maybe_withdrawn: AtomicBool,
     /// The waiter queue, allocated when the first sender has to wait.
     cells: LazySegments<WaitCell>,
 }
@@ -137,6 +144,7 @@ impl Semaphore {
             returned: CachePadded::new(AtomicU64::new(0)),
             batch: batch_for(permits),
             enq: AtomicU64::new(0),
+            maybe_withdrawn: AtomicBool::new(false),
             deq: AtomicU64::new(0),
             cells: LazySegments::new(),
         }
@@ -196,19 +204,6 @@ impl Semaphore {
         }
         let cells = self.cells.get_or_init();
         let guard = epoch::pin();
-        let start = cells.cursor(Side::Push, &guard);
-        let index = self.enq.fetch_add(1, Ordering::Relaxed);
-        // Queued (`enq`); now announce, and collect what receivers returned
-        // before the announcement (those after it see it and collect for
-        // us). A permit collected may come back to our own cell. Release:
-        // a clearer that reads the announcement sees our `enq`.
-        let before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
-        if before & COUNT_MASK != 0 {
-            self.collect_returned();
-        }
-        let seg = cells.find(Side::Push, start, index, &guard);
-        let cell = &seg.cell(index).state;
-
         let waiter = Waiter::new();
         let own_entry = Entry {
             waiter: &waiter,
@@ -217,23 +212,41 @@ impl Semaphore {
         };
         let entry = select_entry.unwrap_or(&own_entry);
         let word = cell::entry_word(entry, false);
-        seg.acquire_ref();
-        // Release publishes the entry; Acquire on failure reads the permit.
-        while let Err(state) =
-            cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
-        {
-            if state == CLAIMED {
-                // The index's last holder is giving it back (see
-                // `InCell::cancel`): it leaves the cell EMPTY.
-                cell::wait_unclaimed(cell);
-                continue;
+        let (seg, index) = if let Some(reused) = self.reuse_withdrawn(cells, word, &guard) {
+            self.announce();
+            reused
+        } else {
+            let start = cells.cursor(Side::Push, &guard);
+            let index = self.enq.fetch_add(1, Ordering::Relaxed);
+            // Queued (`enq`); now announce, and collect what receivers
+            // returned before the announcement (those after it see it and
+            // collect for us). A permit collected may come back to our own
+            // cell.
+            self.announce();
+            let seg = cells.find(Side::Push, start, index, &guard);
+            let cell = &seg.cell(index).state;
+            seg.acquire_ref();
+            // Release publishes the entry; Acquire on failure reads the
+            // permit.
+            while let Err(state) =
+                cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
+            {
+                if state == CLAIMED {
+                    // The index's last holder is giving it back (see
+                    // `InCell::cancel`): it leaves the cell EMPTY.
+                    cell::wait_unclaimed(cell);
+                    continue;
+                }
+                debug_assert_eq!(state, BUFFERED, "a semaphore cell holds a left permit");
+                cell.store(DONE, Ordering::Relaxed);
+                // SAFETY: we took the reference above and do not touch `seg`
+                // again.
+                unsafe { Segment::release_ref(seg) };
+                return Ok(());
             }
-            debug_assert_eq!(state, BUFFERED, "a semaphore cell holds a left permit");
-            cell.store(DONE, Ordering::Relaxed);
-            // SAFETY: we took the reference above and do not touch `seg` again.
-            unsafe { Segment::release_ref(seg) };
-            return Ok(());
-        }
+            (seg, index)
+        };
+        let cell = &seg.cell(index).state;
         drop(guard);
         // SAFETY: `word` is in `cell`, a cell of `seg`, on which we hold the
         // reference taken above; `permits` and `enq` are ours, and we
@@ -281,6 +294,79 @@ impl Semaphore {
                 Err(RecvStop::Fail(Fail::Timeout))
             }
         }
+    }
+
+    /// Announces a waiter in `returned` (receivers seeing it stop keeping
+    /// permits back in batches), collecting what they returned before.
+    /// Release: a clearer that reads the announcement sees our `enq`.
+    fn announce(&self) {
+        let before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
+        if before & COUNT_MASK != 0 {
+            self.collect_returned();
+        }
+    }
+
+    /// Before queueing at a new index: publishes the entry `word` in a cell
+    /// of the queue's last segment whose waiter gave up and took its debt
+    /// back (`WITHDRAWN`), if there is one, and returns that segment (with
+    /// a reference taken for the registration) and the cell's index.
+    ///
+    /// Without this, two threads timing out in turn behind a waiter that is
+    /// never served (a sender blocked for good on a full channel nobody
+    /// drains) each take an index while the other waits, so neither is ever
+    /// the last to hand its index back, and the withdrawn cells between
+    /// them pile up (measured with both cores busy: 900 segments after
+    /// 2 x 20 000 timed-out 1 us sends). Reusing them bounds the queue by
+    /// the number of waiters. A withdrawn cell is owed nothing, and every
+    /// other claim on it is a CAS from `WITHDRAWN` too (a releaser or
+    /// passer marking it `DONE`, a give-back holding it `CLAIMED`), so
+    /// exactly one of them takes it; a releaser that loses to us finds our
+    /// entry and serves it as any waiter's. Releasers serve whichever
+    /// entries they meet in index order, so a waiter that reuses a cell
+    /// below others is served before them: fairness among senders blocked
+    /// on a full channel gives way where waiters time out, while the count
+    /// of debts and waiters stays exact.
+    fn reuse_withdrawn<'c>(
+        &self,
+        cells: &'c Segments<WaitCell>,
+        word: usize,
+        guard: &epoch::Guard,
+    ) -> Option<(&'c Segment<WaitCell>, u64)> {
+        if !self.maybe_withdrawn.load(Ordering::Relaxed) {
+            return None;
+        }
+        // Cursor first: the segment of any index read after it is at or
+        // past it. Relaxed (the counters): hints; the CAS below decides.
+        let start = cells.cursor(Side::Push, guard);
+        let top = self.enq.load(Ordering::Relaxed);
+        let served = self.deq.load(Ordering::Relaxed);
+        if top <= served {
+            return None;
+        }
+        let seg = cells.peek(start, top - 1, guard)?;
+        let reused = (seg.first_index().max(served)..top)
+            .rev()
+            .find_map(|index| {
+                let cell = &seg.cell(index).state;
+                if cell.load(Ordering::Relaxed) != WITHDRAWN {
+                    return None;
+                }
+                seg.acquire_ref();
+                // Release publishes the entry, as on a new cell.
+                if cell
+                    .compare_exchange(WITHDRAWN, word, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Some((seg, index));
+                }
+                // SAFETY: the reference taken just above.
+                unsafe { Segment::release_ref(seg) };
+                None
+            });
+        if reused.is_none() {
+            self.maybe_withdrawn.store(false, Ordering::Relaxed);
+        }
+        reused
     }
 
     /// No read-modify-write when no permit is free.
@@ -447,6 +533,10 @@ impl Semaphore {
     /// A releaser's fetch-and-add or another passer wins any race for an
     /// index (the CAS fails), and passing a withdrawn cell settles nothing.
     fn pass_withdrawn(&self) {
+        // Relaxed (the hint, here and in `reuse_withdrawn`): a waiter that
+        // misses a withdrawn cell queues at a new index, as before there
+        // was any reuse; the next withdrawal sets the hint again.
+        self.maybe_withdrawn.store(true, Ordering::Relaxed);
         let Some(cells) = self.cells.get() else {
             return;
         };

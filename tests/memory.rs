@@ -419,7 +419,10 @@ fn memory() {
     // Behind a sender blocked for good at the head of the queue, waiters
     // that give up out of order leave withdrawn cells nobody can pass; the
     // last to give up hands them back with its own index
-    // (`Semaphore::give_back_withdrawn`; 580 segments before it).
+    // (`Semaphore::give_back_withdrawn`; 580 segments before it), and the
+    // next to queue takes one over (`Semaphore::reuse_withdrawn`: with both
+    // cores kept busy by other processes, the two loops kept taking
+    // indices above each other's and left 900 segments before it).
     for (threads, blocked) in [(1, false), (4, false), (2, true)] {
         let live = stuck_full_channel_timeouts(threads, rounds, blocked);
         let what = format!(

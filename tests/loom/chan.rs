@@ -551,6 +551,40 @@ fn withdrawn_cells_given_back_under_a_release() {
     });
 }
 
+/// Bound 3. On a full bounded(1), a sender queues for good while this
+/// thread sends twice with a timeout: when its first send gives up behind
+/// the blocked one, its cell is left `WITHDRAWN` (not the last index, so
+/// not handed back), and its second send may queue in that very cell
+/// (`Semaphore::reuse_withdrawn`) instead of at a new index, racing the
+/// blocked sender's and its own cancel, and then this thread's receives,
+/// whose releases pass or serve that cell. Every send that says it went
+/// through did, exactly once, and the channel then has exactly one free
+/// slot.
+#[test]
+fn withdrawn_cell_reused_by_the_next_sender() {
+    model("withdrawn_cell_reused_by_the_next_sender", 3, || {
+        let (tx, rx) = full(1);
+        let tx2 = tx.clone();
+        let blocked = thread::spawn(move || tx2.send(2).unwrap());
+        let mut sent = vec![2];
+        for v in [1, 3] {
+            if tx.send_timeout(v, Duration::from_millis(1)).is_ok() {
+                sent.push(v);
+            }
+        }
+        let mut got = vec![rx.recv().unwrap()];
+        while !got.contains(&2) {
+            got.push(rx.recv().unwrap());
+        }
+        blocked.join().unwrap();
+        got.extend(drain_and_check_one_slot(&tx, &rx));
+        got.retain(|&v| v != 0);
+        got.sort_unstable();
+        sent.sort_unstable();
+        assert_eq!(got, sent);
+    });
+}
+
 /// Bound 3. Two senders time out on a full bounded(1) that nobody drains:
 /// one may hand index 0 back while the other takes it (and must wait while
 /// the cell is held, not read it as a permit). Both time out, and the
