@@ -144,8 +144,8 @@ impl Semaphore {
             returned: CachePadded::new(AtomicU64::new(0)),
             batch: batch_for(permits),
             enq: AtomicU64::new(0),
-            maybe_withdrawn: AtomicBool::new(false),
             deq: AtomicU64::new(0),
+            maybe_withdrawn: AtomicBool::new(false),
             cells: LazySegments::new(),
         }
     }
@@ -316,16 +316,16 @@ impl Semaphore {
     /// drains) each take an index while the other waits, so neither is ever
     /// the last to hand its index back, and the withdrawn cells between
     /// them pile up (measured with both cores busy: 900 segments after
-    /// 2 x 20 000 timed-out 1 us sends). Reusing them bounds the queue by
-    /// the number of waiters. A withdrawn cell is owed nothing, and every
-    /// other claim on it is a CAS from `WITHDRAWN` too (a releaser or
-    /// passer marking it `DONE`, a give-back holding it `CLAIMED`), so
-    /// exactly one of them takes it; a releaser that loses to us finds our
-    /// entry and serves it as any waiter's. Releasers serve whichever
-    /// entries they meet in index order, so a waiter that reuses a cell
-    /// below others is served before them: fairness among senders blocked
-    /// on a full channel gives way where waiters time out, while the count
-    /// of debts and waiters stays exact.
+    /// 2 x 20 000 timed-out 1 us sends; 2 with this). Reusing them keeps
+    /// the queue near the number of waiters. A withdrawn cell is owed
+    /// nothing, and every other claim on it is a CAS from `WITHDRAWN` too
+    /// (a releaser or passer marking it `DONE`, a give-back holding it
+    /// `CLAIMED`), so exactly one of them takes it; a releaser that loses
+    /// to us finds our entry and serves it as any waiter's. Releasers serve
+    /// whichever entries they meet in index order, so a waiter that reuses
+    /// a cell below others is served before them: fairness among senders
+    /// blocked on a full channel gives way where waiters time out, while
+    /// the count of debts and waiters stays exact.
     fn reuse_withdrawn<'c>(
         &self,
         cells: &'c Segments<WaitCell>,
