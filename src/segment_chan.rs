@@ -564,12 +564,17 @@ impl<T> Channel<T> {
     /// # Safety
     /// As [`Channel::send_from`].
     unsafe fn send_rendezvous(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        // `send_from` has made the read-only check once already.
+        let mut skipped = false;
         'index: loop {
-            // (Again after a skipped cell: the receiver we counted on may be
-            // the one that gave up.)
-            if let (Mode::Try, Some(fail)) = (mode, self.nothing_to_send()) {
-                return Err(SendStop::Fail(fail));
+            // Again after a skipped cell: the receiver we counted on may be
+            // the one that gave up.
+            if let (Mode::Try, true) = (mode, skipped) {
+                if let Some(fail) = self.nothing_to_send() {
+                    return Err(SendStop::Fail(fail));
+                }
             }
+            skipped = true;
             let mut guard = epoch::pin();
             let start = self.cells.cursor(Side::Push, &guard);
             let s = take_index(&self.senders, Ordering::Relaxed);

@@ -305,12 +305,12 @@ fn last_receiver_drop_races_send() {
 }
 
 /// Bound 3. Handles of both sides are cloned and dropped on three threads,
-/// so that the last of each side may be the one that found its count at 1
-/// or the one whose subtract made it so, in either order: each side's close
-/// work runs once, the buffered message is dropped exactly once (by the last
-/// receiver, or after a late close), and the channel is freed once, by
-/// whoever leaves last (loom reports the atomics of a channel freed twice,
-/// or used after it was freed).
+/// so that either side may close first and either handle of a side may be
+/// its last: each side's close work runs once, the buffered message is
+/// dropped exactly once (by the last receiver, or after a late close), and
+/// the channel is freed once, by whoever closes the second side (loom
+/// reports the atomics of a channel freed twice, or used after it was
+/// freed: a side closed in the count before its close work is caught).
 #[test]
 fn handles_dropped_on_three_threads() {
     model("handles_dropped_on_three_threads", 3, || {
