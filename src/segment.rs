@@ -48,13 +48,16 @@ pub(crate) fn may_give_back(index: u64) -> bool {
 }
 
 /// Hands `index` back to `counter` if it is still the last index taken
-/// (moves the counter from `index + 1` to `index`). Relaxed: the caller
-/// holds the index's cell `CLAIMED`, and its release of the cell carries
-/// the ordering (whoever takes the index again waits while it is held).
+/// (moves the counter from `index + 1` to `index`). The caller holds the
+/// index's cell `CLAIMED`, and whoever takes the index again must see that
+/// (and wait), not an older state of the cell: Release here, with an
+/// Acquire read-modify-write where the index is taken again where that
+/// taker decides from a failed CAS's read (the permit queue); a cell
+/// protocol that decides only by successful CAS needs no more than this.
 #[inline]
 pub(crate) fn give_back(counter: &AtomicU64, index: u64) -> bool {
     counter
-        .compare_exchange(index + 1, index, Ordering::Relaxed, Ordering::Relaxed)
+        .compare_exchange(index + 1, index, Ordering::Release, Ordering::Relaxed)
         .is_ok()
 }
 

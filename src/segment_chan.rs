@@ -156,6 +156,12 @@ pub(crate) struct Channel<T> {
     skipped_sends: AtomicU64,
     /// The same for receive indices.
     skipped_recvs: AtomicU64,
+    /// Selects with a duplex (a send and a receive case on this rendezvous
+    /// channel) parked, or about to be, in the cell both counts point at,
+    /// where no index leads: a `try_send` or `try_recv` that finds the
+    /// counts equal reads this, and if it is not zero takes an index to
+    /// meet the duplex. Written only by such selects.
+    duplexes: AtomicU64,
     cells: Segments<Cell<T>>,
     kind: Kind,
 }
@@ -272,6 +278,7 @@ impl<T> Channel<T> {
             ptr::addr_of_mut!((*p).closed_at).write(AtomicU64::new(u64::MAX));
             ptr::addr_of_mut!((*p).skipped_sends).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_recvs).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).duplexes).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).cells).write(if counting {
                 Segments::unused()
             } else {
@@ -380,9 +387,9 @@ impl<T> Channel<T> {
             ),
         };
         // A receive: a value or a parked sender is waiting. A rendezvous
-        // send: a parked receiver is.
+        // send: a parked receiver is. Either: a select's duplex is.
         let waiting = if send { r > count(s) } else { count(s) > r };
-        waiting || s & CLOSED_BIT != 0
+        waiting || s & CLOSED_BIT != 0 || self.duplex_waiting(s, r, Ordering::Relaxed)
     }
 
     // ---------------------------------------------------------------- send
@@ -440,10 +447,17 @@ impl<T> Channel<T> {
         match &self.kind {
             Kind::Rendezvous => {
                 // S, then R: if no receiver has started beyond the senders
-                // when R is read, none was waiting at that instant.
-                let s = self.senders.load(Ordering::Acquire);
-                (s & CLOSED_BIT != 0 || count(s) >= self.receivers.load(Ordering::Acquire))
-                    .then(|| Fail::closed_or_blocked(s & CLOSED_BIT != 0))
+                // when R is read, none was waiting at that instant; nor a
+                // duplex, if none was announced when D is read next.
+                // (SeqCst, for `duplex_waiting`; plain loads on x86-64 and
+                // the same instruction as Acquire on AArch64.)
+                let s = self.senders.load(Ordering::SeqCst);
+                if s & CLOSED_BIT != 0 {
+                    return Some(Fail::Closed);
+                }
+                let r = self.receivers.load(Ordering::SeqCst);
+                (count(s) >= r && !self.duplex_waiting(s, r, Ordering::SeqCst))
+                    .then_some(Fail::WouldBlock)
             }
             Kind::Bounded { permits, .. } => permits
                 .is_exhausted()
@@ -706,12 +720,41 @@ impl<T> Channel<T> {
     /// because its flag and its count are two words; here the closed bit
     /// lives in S, so the one load of S sees "empty" and "closed" at the
     /// same instant, and a message sent before the close is always counted
-    /// in it.
+    /// in it. With S equal to R, a select's duplex may wait in the cell
+    /// they point at (see `duplex_waiting`).
     #[inline]
     fn nothing_to_receive(&self) -> Option<Fail> {
-        let r = self.receivers.load(Ordering::Acquire);
-        let s = self.senders.load(Ordering::Acquire);
-        (count(s) <= r).then_some(Fail::closed_or_blocked(s & CLOSED_BIT != 0))
+        // SeqCst, for `duplex_waiting` (no dearer than Acquire for loads on
+        // x86-64 or AArch64).
+        // (Closed: a duplex's send half fails too, so D does not matter.)
+        let r = self.receivers.load(Ordering::SeqCst);
+        let s = self.senders.load(Ordering::SeqCst);
+        let closed = s & CLOSED_BIT != 0;
+        (count(s) <= r && (closed || !self.duplex_waiting(s, r, Ordering::SeqCst)))
+            .then_some(Fail::closed_or_blocked(closed))
+    }
+
+    /// Whether a select's duplex may wait in the cell that both counts,
+    /// `s` and `r` as just read, point at: a `try_*` must then take an
+    /// index to meet it. Reads D only when the counts are equal, so other
+    /// channels (whose D is always zero) pay a branch.
+    ///
+    /// Why D is read last, all in SeqCst: a select announces itself in D
+    /// before it reads the counts and places its duplex, so if our read of
+    /// D comes before that announcement, so does our read of the counts,
+    /// and the duplex arrives after the instant our answer is taken at.
+    /// D drops only once the duplex has left its cell.
+    #[inline]
+    fn duplex_waiting(&self, s: u64, r: u64, order: Ordering) -> bool {
+        count(s) == r && self.duplexes.load(order) != 0
+    }
+
+    /// A select's duplex on this channel has left its cell (decided,
+    /// withdrawn, or closed): see `duplexes`.
+    pub(crate) fn duplex_left(&self) {
+        // SeqCst: after the duplex left, in the order `duplex_waiting`
+        // argues in.
+        self.duplexes.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Receives in any mode into `out`, which holds the message after
@@ -1118,15 +1161,30 @@ impl<T> Channel<T> {
             let r = self.receivers.load(Ordering::Acquire);
             let register_recv = match (regs.recv.is_some(), regs.send.is_some()) {
                 (false, false) if count(s) == r => {
+                    // Announced before the counts are read again and the
+                    // duplex placed (see `duplex_waiting`); withdrawn as
+                    // soon as it is clear that no duplex stays there.
+                    self.duplexes.fetch_add(1, Ordering::SeqCst);
+                    let again = self.senders.load(Ordering::SeqCst);
+                    if again != s || self.receivers.load(Ordering::SeqCst) != r {
+                        self.duplex_left();
+                        continue;
+                    }
                     match self.place_duplex(pair, r, start, guard.take().unwrap()) {
                         Ok(Some(reg)) => {
                             regs.duplex = Some(reg);
                             continue;
                         }
-                        Ok(None) => continue,
+                        Ok(None) => {
+                            self.duplex_left();
+                            continue;
+                        }
                         // The cell holds another select's duplex: meet it as a
                         // sender.
-                        Err(()) => false,
+                        Err(()) => {
+                            self.duplex_left();
+                            false
+                        }
                     }
                 }
                 (false, false) => count(s) > r,
@@ -1194,7 +1252,7 @@ impl<T> Channel<T> {
         {
             // SAFETY: our reference, taken above; the guard still pins `seg`.
             unsafe { Segment::release_ref(seg) };
-            return if now & DUPLEX_TAG != 0 && now & SENDER_TAG == 0 {
+            return if cell::is_entry(now) && now & DUPLEX_TAG != 0 && now & SENDER_TAG == 0 {
                 Err(())
             } else {
                 Ok(None)

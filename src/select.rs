@@ -47,6 +47,21 @@ mod cases;
 mod macros;
 mod rng;
 
+/// What keeps [`Case`] to this crate's cases and its methods to `run`.
+mod sealed {
+    /// Implemented by the cases of this crate only.
+    pub trait Sealed {}
+
+    /// Made only in `select` and below: the permission to move a case on.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Token(pub(in crate::select) ());
+}
+
+use sealed::Token;
+
+/// The one token `run` and its helpers pass to the cases.
+const TOKEN: Token = Token(());
+
 use crate::waiter::{spin_until, Outcome, Waiter};
 use std::time::Instant;
 
@@ -86,35 +101,61 @@ pub struct CaseKey {
 }
 
 /// One case of a select, its element type erased. Implemented by
-/// [`RecvCase`] and [`SendCase`]; not part of the API (for `select!`).
+/// [`RecvCase`] and [`SendCase`] only (sealed); not part of the API (for
+/// `select!`, which needs to name it).
+///
+/// Every method that moves a case's state on takes a `Token`, which only
+/// this module can make: called out of turn, they would read a slot no
+/// partner wrote, send a value twice, or hand a partner a pointer to write
+/// through, and code outside the crate can name this trait and call its
+/// methods on a `dyn Case`. Those that only read take none, and
+/// `register` needs a [`Registrar`], which only `run` makes.
+///
+/// ```compile_fail
+/// use scalechan::select::{Case, SendCase};
+/// let (tx, _rx) = scalechan::bounded(1);
+/// let mut case = SendCase::new(&tx, String::from("once"));
+/// let case: &mut dyn Case = &mut case;
+/// case.complete(true); // the token is missing, and cannot be made here
+/// ```
+///
+/// ```compile_fail
+/// // Not implementable outside the crate (a case that claimed a partner
+/// // decided it would make `run` read an unwritten slot).
+/// struct Mine;
+/// impl scalechan::select::Case for Mine {}
+/// ```
 #[doc(hidden)]
-pub trait Case {
+pub trait Case: sealed::Sealed {
     /// Tries the operation without blocking; `true`: it completed and its
     /// result is stored.
-    fn try_complete(&mut self) -> bool;
+    fn try_complete(&mut self, _: Token) -> bool;
     /// The channel and side, for finding cases that would meet each other.
     fn key(&self) -> Option<CaseKey>;
     /// Leaves registration to another case on the same side of the same
     /// rendezvous channel.
-    fn shadow(&mut self);
+    fn shadow(&mut self, _: Token);
+    /// Forgets the pairing and shadowing of an earlier select, so that a
+    /// case used again (by code calling `run` itself) starts from scratch.
+    fn forget_meetings(&mut self, _: Token);
     /// For a receive case: pairs with send case `index` on the same
     /// rendezvous channel, whose value lives at `slot`.
-    fn pair_with(&mut self, index: usize, slot: *mut ());
+    fn pair_with(&mut self, index: usize, slot: *mut (), _: Token);
     /// For a send case: the place its value waits in, and that it is now
     /// registered through a paired receive case.
-    fn pair_slot(&mut self) -> *mut ();
+    fn pair_slot(&mut self, _: Token) -> *mut ();
     /// Publishes the case's entry (keeping those still live).
     fn register(&mut self, registrar: &Registrar<'_>) -> Registered;
     /// Drops the entries partners skipped while the select was registering;
     /// `true` if the case must register again.
-    fn drop_lost(&mut self) -> bool;
+    fn drop_lost(&mut self, _: Token) -> bool;
     /// Takes the entries out after the select was decided: the entry that
     /// carried case `decided` (when a partner decided it) is complete, the
     /// others are withdrawn.
-    fn release(&mut self, decided: Option<usize>);
+    fn release(&mut self, decided: Option<usize>, _: Token);
     /// A partner or closer decided this case: finishes it (moves the value
     /// in or out) and stores the result.
-    fn complete(&mut self, closed: bool);
+    fn complete(&mut self, closed: bool, _: Token);
     /// For a timer: when it may next be ready.
     fn next_delivery(&self) -> Option<Instant>;
     /// Whether the case would likely complete now (reads alone; timers
@@ -169,7 +210,7 @@ pub fn run<'c>(
             Outcome::Closed(index) => return Some(finish(cases, index, true)),
             Outcome::TimedOut => {
                 for case in cases.iter_mut() {
-                    case.release(None);
+                    case.release(None, TOKEN);
                 }
                 // A timer may be due, or a channel may have become ready
                 // just as we gave up.
@@ -213,7 +254,10 @@ fn second_look(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<us
 }
 
 fn try_pass(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) -> Option<usize> {
-    order.iter().copied().find(|&i| cases[i].try_complete())
+    order
+        .iter()
+        .copied()
+        .find(|&i| cases[i].try_complete(TOKEN))
 }
 
 /// Before a select that waits on a buffer registers, waits a little (spin,
@@ -262,12 +306,15 @@ fn await_ready(
 /// time (crossbeam-channel's `fairness_duplicates` on a rendezvous channel).
 /// Quadratic in the rendezvous cases, once per blocking select.
 fn find_meetings(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) {
+    for case in cases.iter_mut() {
+        case.forget_meetings(TOKEN);
+    }
     for (pos, &i) in order.iter().enumerate() {
         let Some(key) = cases[i].key().filter(|k| k.rendezvous) else {
             continue;
         };
         if order[..pos].iter().any(|&j| cases[j].key() == Some(key)) {
-            cases[i].shadow();
+            cases[i].shadow(TOKEN);
             continue;
         }
         if key.send {
@@ -275,8 +322,8 @@ fn find_meetings(cases: &mut [&mut (dyn Case + '_)], order: &[usize]) {
         }
         let send = CaseKey { send: true, ..key };
         if let Some(&j) = order.iter().find(|&&j| cases[j].key() == Some(send)) {
-            let slot = cases[j].pair_slot();
-            cases[i].pair_with(j, slot);
+            let slot = cases[j].pair_slot(TOKEN);
+            cases[i].pair_with(j, slot, TOKEN);
         }
     }
 }
@@ -292,7 +339,7 @@ fn register_all(
     loop {
         for &index in order {
             // After a lost round, only the cases a partner skipped.
-            if again && !cases[index].drop_lost() {
+            if again && !cases[index].drop_lost(TOKEN) {
                 continue;
             }
             let registrar = Registrar { waiter, index };
@@ -300,13 +347,13 @@ fn register_all(
                 Registered::Pending => continue,
                 Registered::Done => index,
                 Registered::Partner { index, closed } => {
-                    cases[index].complete(closed);
+                    cases[index].complete(closed, TOKEN);
                     index
                 }
             };
             waiter.decide_own(done, false);
             for case in cases.iter_mut() {
-                case.release(None);
+                case.release(None, TOKEN);
             }
             return Some(done);
         }
@@ -321,9 +368,9 @@ fn register_all(
 /// other entries.
 fn finish(cases: &mut [&mut (dyn Case + '_)], index: usize, closed: bool) -> usize {
     for case in cases.iter_mut() {
-        case.release(Some(index));
+        case.release(Some(index), TOKEN);
     }
-    cases[index].complete(closed);
+    cases[index].complete(closed, TOKEN);
     index
 }
 

@@ -217,7 +217,11 @@ impl Semaphore {
             reused
         } else {
             let start = cells.cursor(Side::Push, &guard);
-            let index = self.enq.fetch_add(1, Ordering::Relaxed);
+            // Acquire: an index handed back (`give_back`, Release) comes
+            // with its holder's CLAIMED, so the CAS below cannot read the
+            // cell's state from before it (and take a stale word for a
+            // permit).
+            let index = self.enq.fetch_add(1, Ordering::Acquire);
             // Queued (`enq`); now announce, and collect what receivers
             // returned before the announcement (those after it see it and
             // collect for us). A permit collected may come back to our own
@@ -231,13 +235,20 @@ impl Semaphore {
             while let Err(state) =
                 cell.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire)
             {
-                if state == CLAIMED {
+                match state {
                     // The index's last holder is giving it back (see
                     // `InCell::cancel`): it leaves the cell EMPTY.
-                    cell::wait_unclaimed(cell);
-                    continue;
+                    CLAIMED => {
+                        cell::wait_unclaimed(cell);
+                        continue;
+                    }
+                    BUFFERED => {}
+                    // Only a permit may be taken: a failed CAS is a load,
+                    // and anything else it reads is a state from before
+                    // the index was handed back (ruled out by the Acquire
+                    // above; a second line of defence costs nothing).
+                    _ => continue,
                 }
-                debug_assert_eq!(state, BUFFERED, "a semaphore cell holds a left permit");
                 cell.store(DONE, Ordering::Relaxed);
                 // SAFETY: we took the reference above and do not touch `seg`
                 // again.
@@ -424,7 +435,8 @@ impl Semaphore {
         }
         self.give(n);
         // (Every receive while announcements stand comes here with a
-        // permit, so the first one after the last waiter clears them.)
+        // permit, so the first one after the last waiter clears them,
+        // passing the withdrawn cells behind that waiter first.)
         if word & !COUNT_MASK != 0 {
             self.clear_announcements();
         }
@@ -441,8 +453,18 @@ impl Semaphore {
         }
         // Relaxed: the CAS below fails if anyone announced after `word`;
         // a waiter queued before announcing shows in `enq` (Acquire above).
-        if self.enq.load(Ordering::Relaxed) != self.deq.load(Ordering::Relaxed) {
-            return;
+        let served = || self.enq.load(Ordering::Relaxed) == self.deq.load(Ordering::Relaxed);
+        if !served() {
+            // Cells whose waiters withdrew may sit between the last waiter
+            // served and `enq`, for good: one that cannot be handed back
+            // (a segment's last index, see `may_give_back`) is passed only
+            // by the next releaser, and with no waiter left no releaser
+            // comes, so receivers would collect one permit at a time until
+            // a sender next had to queue.
+            self.pass_head_withdrawn();
+            if !served() {
+                return;
+            }
         }
         let _ = self.returned.compare_exchange(
             word,
@@ -537,6 +559,11 @@ impl Semaphore {
         // misses a withdrawn cell queues at a new index, as before there
         // was any reuse; the next withdrawal sets the hint again.
         self.maybe_withdrawn.store(true, Ordering::Relaxed);
+        self.pass_head_withdrawn();
+    }
+
+    /// Moves `deq` past the withdrawn cells at the head of the queue.
+    fn pass_head_withdrawn(&self) {
         let Some(cells) = self.cells.get() else {
             return;
         };
@@ -642,4 +669,120 @@ unsafe fn pass_withdrawn(sem: *const ()) {
 unsafe fn release_segment(seg: *const ()) {
     // SAFETY: per the contract.
     unsafe { Segment::release_ref(seg as *const Segment<WaitCell>) };
+}
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    /// Waiters that withdrew behind the last waiter served, up to a
+    /// segment's last index (which no waiter can hand back), are passed by
+    /// the receive that serves that waiter: receivers batch their permits
+    /// again instead of collecting every one of them for good.
+    #[test]
+    fn announcements_cleared_past_withdrawn_cells() {
+        let sem = &Semaphore::new(64);
+        assert!(sem.batch > 1, "the lazy path needs batches");
+        let enq = || sem.enq.load(Ordering::Relaxed);
+        for _ in 0..64 {
+            assert!(sem.acquire(Mode::Try, || false).is_ok());
+        }
+        std::thread::scope(|s| {
+            // Index 0: waits until the release below.
+            let blocked = s.spawn(move || sem.acquire(Mode::Park(None), || false).is_ok());
+            while enq() < 1 {
+                std::thread::yield_now();
+            }
+            // Indices 1 to the segment's last, queued in order, all giving
+            // up at once: none is the last index taken when it leaves, or
+            // it is a segment's last, so every cell stays withdrawn.
+            let deadline = Instant::now() + Duration::from_millis(300);
+            let quitters: Vec<_> = (1..SEGMENT_CELLS as u64)
+                .map(|i| {
+                    let quitter =
+                        s.spawn(move || sem.acquire(Mode::Park(Some(deadline)), || false).is_err());
+                    while enq() < i + 1 {
+                        std::thread::yield_now();
+                    }
+                    quitter
+                })
+                .collect();
+            for quitter in quitters {
+                assert!(quitter.join().unwrap(), "timed out");
+            }
+            assert_eq!(enq(), SEGMENT_CELLS as u64, "no index handed back");
+            sem.release();
+            assert!(blocked.join().unwrap());
+        });
+        assert_eq!(
+            sem.deq.load(Ordering::Relaxed),
+            enq(),
+            "withdrawn cells passed"
+        );
+        assert_eq!(
+            sem.returned.load(Ordering::Relaxed) & !COUNT_MASK,
+            0,
+            "announcements cleared"
+        );
+        // And receivers batch again: a release leaves its permit in
+        // `returned` until a batch is complete.
+        sem.release();
+        assert_eq!(sem.returned.load(Ordering::Relaxed) & COUNT_MASK, 1);
+    }
+}
+
+/// Loom models of the permit queue's bookkeeping (run with `--cfg loom ...
+/// --lib`; the channel-level models are in `tests/loom/`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// Bound 3. Capacity 2 (batches of 2 under loom) and 2-cell segments:
+    /// a waiter queues behind another and gives up (a timed park may expire
+    /// at once), in either order of queueing, while a receive serves the
+    /// other. A withdrawn cell at a segment's end cannot be handed back,
+    /// yet once every waiter is gone the next release must find the queue
+    /// passed and clear the announcements, so that receivers batch again.
+    #[test]
+    fn announcements_cleared_past_a_withdrawn_segment_end() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let sem = Arc::new(Semaphore::new(2));
+            for _ in 0..2 {
+                assert!(sem.acquire(Mode::Try, || false).is_ok());
+            }
+            let waiting = {
+                let sem = sem.clone();
+                loom::thread::spawn(move || sem.acquire(Mode::Park(None), || false).is_ok())
+            };
+            let quitter = {
+                let sem = sem.clone();
+                loom::thread::spawn(move || {
+                    let deadline = Instant::now() + Duration::from_secs(3600);
+                    sem.acquire(Mode::Park(Some(deadline)), || false).is_ok()
+                })
+            };
+            // Nothing is released before the quitter is done: it gives up.
+            assert!(!quitter.join().unwrap(), "no permit was free");
+            sem.release();
+            assert!(waiting.join().unwrap());
+            // The permit the waiter got goes back; with no waiter left, it
+            // clears the announcements on its way.
+            sem.release();
+            assert_eq!(
+                sem.enq.load(Ordering::Relaxed),
+                sem.deq.load(Ordering::Relaxed),
+                "every queued cell passed"
+            );
+            assert_eq!(
+                sem.returned.load(Ordering::Relaxed) & !COUNT_MASK,
+                0,
+                "announcements cleared"
+            );
+        });
+    }
 }

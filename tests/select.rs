@@ -782,3 +782,73 @@ fn macro_operand_may_borrow_a_temporary() {
         assert_eq!(got, enabled.then_some(7));
     }
 }
+
+/// A select waiting to send on and to receive from one idle rendezvous
+/// channel sits in the cell both counts point at, where no index leads:
+/// `try_recv`, `try_send` and one-case selects with `default` must still
+/// find it, as a blocking operation would (Go and crossbeam-channel hand
+/// the value over here).
+#[test]
+fn non_blocking_operations_reach_a_select_waiting_both_ways() {
+    for op in 0..4 {
+        let (tx, rx) = bounded::<i32>(0);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let waiting = thread::spawn(move || {
+            select! {
+                send(tx2, 100) -> r => { r.unwrap(); None },
+                recv(rx2) -> m => Some(m.unwrap()),
+            }
+        });
+        // Polls until the select is met: a poll cannot succeed before it
+        // registers (it is the only partner), and once it is parked the
+        // very next poll must succeed.
+        let give_up = Instant::now() + Duration::from_secs(20);
+        loop {
+            let met = match op {
+                0 => rx.try_recv().map(|v| assert_eq!(v, 100)).is_ok(),
+                1 => tx.try_send(7).is_ok(),
+                2 => select! {
+                    recv(rx) -> m => { assert_eq!(m, Ok(100)); true },
+                    default => false,
+                },
+                _ => select! {
+                    send(tx, 7) -> r => { r.unwrap(); true },
+                    default => false,
+                },
+            };
+            if met {
+                break;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "op {op}: the waiting select is never met"
+            );
+            thread::sleep(MS);
+        }
+        let got = waiting.join().unwrap();
+        assert_eq!(got, if op % 2 == 0 { None } else { Some(7) }, "op {op}");
+    }
+}
+
+/// The hidden API `select!` expands to stays sound when called by hand: a
+/// send case whose value already went is refused with a panic, before it
+/// could send that value again.
+#[test]
+fn a_spent_send_case_is_refused() {
+    use scalechan::select::{run, Case, SendCase};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    let (tx, rx) = bounded(2);
+    let mut case = SendCase::new(&tx, String::from("once"));
+    let mut order = [0];
+    assert_eq!(
+        run(&mut [&mut case as &mut dyn Case], &mut order, false, None),
+        Some(0)
+    );
+    let again = catch_unwind(AssertUnwindSafe(|| {
+        run(&mut [&mut case as &mut dyn Case], &mut order, false, None)
+    }));
+    assert!(again.is_err(), "a spent case must not run again");
+    assert_eq!(case.into_result(), Ok(()));
+    assert_eq!(rx.try_recv().as_deref(), Ok("once"));
+    assert!(rx.try_recv().is_err(), "sent once");
+}

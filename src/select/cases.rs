@@ -5,7 +5,7 @@
 //! does not move while the select runs, so its entries and slot can be
 //! published in cells.
 
-use super::{Case, CaseKey, Registered, Registrar};
+use super::{sealed, Case, CaseKey, Registered, Registrar, Token};
 use crate::cell::{Duplex, Registration};
 use crate::channel::{Flavor, Receiver, Sender};
 use crate::error::{RecvError, SendError};
@@ -18,6 +18,9 @@ use std::time::Instant;
 
 /// No entry to avoid: a case that is not part of a pair.
 const NOT_OWN: usize = usize::MAX;
+
+/// Why a send case cannot take part in a select.
+const SPENT: &str = "select: this send case's value was already sent (a case is for one select)";
 
 fn blank_entry() -> Entry {
     Entry {
@@ -67,13 +70,22 @@ impl<'a, T> RecvCase<'a, T> {
             .expect("select: the chosen case has no result (a bug in scalechan)")
     }
 
+    /// Our duplex left its cell: the channel stops counting it.
+    fn duplex_left(&self) {
+        if let Flavor::Chan(shared) = self.rx.flavor() {
+            shared.chan.duplex_left();
+        }
+    }
+
     fn is_registered(&self) -> bool {
         self.regs.duplex.is_some() || self.regs.recv.is_some() || self.regs.send.is_some()
     }
 }
 
+impl<T> sealed::Sealed for RecvCase<'_, T> {}
+
 impl<T> Case for RecvCase<'_, T> {
-    fn try_complete(&mut self) -> bool {
+    fn try_complete(&mut self, _: Token) -> bool {
         let got = match self.rx.flavor() {
             Flavor::Chan(shared) => shared.chan.recv(crate::Wait::Try),
             Flavor::Timer(timer, convert) => timer.try_recv().map(convert),
@@ -97,17 +109,23 @@ impl<T> Case for RecvCase<'_, T> {
         }
     }
 
-    fn shadow(&mut self) {
+    fn shadow(&mut self, _: Token) {
         self.shadowed = true;
     }
 
-    fn pair_with(&mut self, index: usize, slot: *mut ()) {
+    fn forget_meetings(&mut self, _: Token) {
+        self.shadowed = false;
+        self.partner = None;
+        self.entries.0[1] = blank_entry();
+    }
+
+    fn pair_with(&mut self, index: usize, slot: *mut (), _: Token) {
         self.partner = Some(index);
         self.entries.0[1].case = index;
         self.entries.0[1].slot = slot;
     }
 
-    fn pair_slot(&mut self) -> *mut () {
+    fn pair_slot(&mut self, _: Token) -> *mut () {
         unreachable!("only send cases pair through their slot")
     }
 
@@ -179,13 +197,14 @@ impl<T> Case for RecvCase<'_, T> {
         Registered::Done
     }
 
-    fn drop_lost(&mut self) -> bool {
+    fn drop_lost(&mut self, _: Token) -> bool {
         let mut lost = false;
-        for reg in [
-            &mut self.regs.duplex,
-            &mut self.regs.recv,
-            &mut self.regs.send,
-        ] {
+        if let Some(dead) = self.regs.duplex.take_if(|r| !r.is_live()) {
+            dead.cancel();
+            self.duplex_left();
+            lost = true;
+        }
+        for reg in [&mut self.regs.recv, &mut self.regs.send] {
             if let Some(dead) = reg.take_if(|r| !r.is_live()) {
                 dead.cancel();
                 lost = true;
@@ -194,7 +213,7 @@ impl<T> Case for RecvCase<'_, T> {
         lost
     }
 
-    fn release(&mut self, decided: Option<usize>) {
+    fn release(&mut self, decided: Option<usize>, _: Token) {
         // (Only read when registered: then the entries are written.)
         let mine = decided == Some(self.entries.0[0].case);
         let partners = decided.is_some() && decided == self.partner;
@@ -205,6 +224,7 @@ impl<T> Case for RecvCase<'_, T> {
             } else {
                 reg.cancel();
             }
+            self.duplex_left();
         }
         if let Some(reg) = regs.recv {
             if mine {
@@ -222,7 +242,7 @@ impl<T> Case for RecvCase<'_, T> {
         }
     }
 
-    fn complete(&mut self, closed: bool) {
+    fn complete(&mut self, closed: bool, _: Token) {
         debug_assert!(
             closed || matches!(self.rx.flavor(), Flavor::Chan(_)),
             "timers are only decided by their close"
@@ -300,7 +320,7 @@ impl<'a, T> SendCase<'a, T> {
     }
 
     fn take(&mut self) -> T {
-        debug_assert!(self.full);
+        assert!(self.full, "{SPENT}");
         self.full = false;
         // SAFETY: `full`: the slot holds our value, and nobody else may
         // take it (no partner decided this case).
@@ -308,9 +328,14 @@ impl<'a, T> SendCase<'a, T> {
     }
 }
 
+impl<T> sealed::Sealed for SendCase<'_, T> {}
+
 impl<T> Case for SendCase<'_, T> {
-    fn try_complete(&mut self) -> bool {
-        debug_assert!(self.full);
+    fn try_complete(&mut self, _: Token) -> bool {
+        // Every select tries every case before it does anything else with
+        // one: a case whose value is gone (sent in an earlier select, by
+        // code that reused the case) goes no further.
+        assert!(self.full, "{SPENT}");
         // SAFETY: `full`: the slot holds our value, which a failed send
         // leaves there; `Mode::Try` never registers.
         self.result = match unsafe { self.tx.chan().send_from(self.slot.as_mut_ptr(), Mode::Try) } {
@@ -333,15 +358,20 @@ impl<T> Case for SendCase<'_, T> {
         })
     }
 
-    fn shadow(&mut self) {
+    fn shadow(&mut self, _: Token) {
         self.shadowed = true;
     }
 
-    fn pair_with(&mut self, _: usize, _: *mut ()) {
+    fn forget_meetings(&mut self, _: Token) {
+        self.shadowed = false;
+        self.paired = false;
+    }
+
+    fn pair_with(&mut self, _: usize, _: *mut (), _: Token) {
         unreachable!("pairs are made from the receive side")
     }
 
-    fn pair_slot(&mut self) -> *mut () {
+    fn pair_slot(&mut self, _: Token) -> *mut () {
         self.paired = true;
         self.slot.as_mut_ptr() as *mut ()
     }
@@ -378,7 +408,7 @@ impl<T> Case for SendCase<'_, T> {
         Registered::Done
     }
 
-    fn drop_lost(&mut self) -> bool {
+    fn drop_lost(&mut self, _: Token) -> bool {
         match self.reg.take_if(|r| !r.is_live()) {
             Some(dead) => {
                 dead.cancel();
@@ -388,7 +418,7 @@ impl<T> Case for SendCase<'_, T> {
         }
     }
 
-    fn release(&mut self, decided: Option<usize>) {
+    fn release(&mut self, decided: Option<usize>, _: Token) {
         if let Some(reg) = self.reg.take() {
             if decided == Some(self.entry.case) {
                 reg.complete();
@@ -398,7 +428,7 @@ impl<T> Case for SendCase<'_, T> {
         }
     }
 
-    fn complete(&mut self, closed: bool) {
+    fn complete(&mut self, closed: bool, _: Token) {
         let chan = self.tx.chan();
         self.result = Some(if closed {
             let msg = self.take();

@@ -288,3 +288,46 @@ fn select_send_case_takes_its_debt_back() {
         assert_eq!(left, if sent { vec![1] } else { vec![] });
     });
 }
+
+/// A select with a send and a receive case on an idle rendezvous channel
+/// parks as a duplex in the cell both counts point at, where no index
+/// leads; `poll` (a `try_recv` or a `try_send` in a loop that yields)
+/// must still meet it. Before non-blocking operations read the channel's
+/// duplex count, the poll spun for good (loom: too many branches).
+fn duplex_met_by_polling(name: &str, bound: usize, by_send: bool) {
+    model(name, bound, move || {
+        let (tx, rx) = bounded::<i32>(0);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let pair = thread::spawn(move || {
+            select! {
+                recv(rx2) -> v => Some(v.unwrap()),
+                send(tx2, 2) -> r => { r.unwrap(); None }
+            }
+        });
+        loop {
+            let met = if by_send {
+                tx.try_send(1).is_ok()
+            } else {
+                rx.try_recv().map(|v| assert_eq!(v, 2)).is_ok()
+            };
+            if met {
+                break;
+            }
+            thread::yield_now();
+        }
+        let want = if by_send { Some(1) } else { None };
+        assert_eq!(pair.join().unwrap(), want);
+    });
+}
+
+/// Bound 3. See `duplex_met_by_polling`.
+#[test]
+fn duplex_met_by_try_recv() {
+    duplex_met_by_polling("duplex_met_by_try_recv", 3, false);
+}
+
+/// Bound 3. See `duplex_met_by_polling`.
+#[test]
+fn duplex_met_by_try_send() {
+    duplex_met_by_polling("duplex_met_by_try_send", 3, true);
+}
