@@ -21,7 +21,9 @@
 /// and every send value is evaluated exactly once, on entry, in source
 /// order, whichever case is chosen; a `default(timeout)` after them. Ready
 /// cases are chosen with equal probability. A send case that is not chosen
-/// sends nothing: its value is dropped. A case on a closed channel is ready
+/// sends nothing: its value is dropped as the `select!` ends, after the
+/// chosen arm's body (or as a `break`, `continue`, `return` or `?` in that
+/// body leaves it). A case on a closed channel is ready
 /// (with an error). Without a default arm, `select!` blocks until a case
 /// completes.
 ///
