@@ -460,7 +460,12 @@ impl Semaphore {
             // (a segment's last index, see `may_give_back`) is passed only
             // by the next releaser, and with no waiter left no releaser
             // comes, so receivers would collect one permit at a time until
-            // a sender next had to queue.
+            // a sender next had to queue. (Not while a waiter is still owed
+            // a permit: the releaser that serves it passes them, and the
+            // pass would pin and CAS on every receive meanwhile.)
+            if signed(self.permits.load(Ordering::Relaxed)) < 0 {
+                return;
+            }
             self.pass_head_withdrawn();
             if !served() {
                 return;
