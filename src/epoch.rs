@@ -383,6 +383,11 @@ mod tests {
 
     static FREED: StdAtomicUsize = StdAtomicUsize::new(0);
 
+    /// Held by the tests that pin for a while or count frees, so that one
+    /// does not stall the other. (The crate's other unit tests pin too, but
+    /// only for an operation at a time.)
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     unsafe fn count_free(p: *mut ()) {
         // SAFETY: `p` came from `Box::into_raw` in the test and is freed once.
         drop(unsafe { Box::from_raw(p as *mut u64) });
@@ -391,18 +396,42 @@ mod tests {
 
     #[test]
     fn retired_objects_are_freed_after_two_advances() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let epoch = || global().epoch.load(Ordering::SeqCst);
         let before = FREED.load(Ordering::Relaxed);
+        // The retirement's tag is at least this epoch.
+        let oldest_tag = epoch();
         let p = Box::into_raw(Box::new(7u64)) as *mut ();
         // SAFETY: `p` is unreachable (never shared) and `count_free` frees it once.
         retire(unsafe { Deferred::new(p, count_free) });
-        for _ in 0..4 {
+        // Other tests in this binary may hold a pin for a moment and delay
+        // an advance, so collect until the free happens, within a bound
+        // that only a collector which never frees can reach.
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            // Freed read before the epoch: a free seen here happened at an
+            // epoch no later than the one read next.
+            let freed = FREED.load(Ordering::SeqCst) > before;
+            let now = epoch();
+            if freed {
+                assert!(
+                    now.wrapping_sub(oldest_tag) >= 2,
+                    "freed before the epoch was two ahead of its tag"
+                );
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "never freed (epoch went from {oldest_tag} to {now})"
+            );
             collect();
+            std::thread::yield_now();
         }
-        assert!(FREED.load(Ordering::Relaxed) > before);
     }
 
     #[test]
     fn pinned_thread_blocks_freeing() {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let guard = pin();
         let start = global().epoch.load(Ordering::Relaxed);
         for _ in 0..8 {

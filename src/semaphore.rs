@@ -702,12 +702,19 @@ mod tests {
             // Indices 1 to the segment's last, queued in order, all giving
             // up at once: none is the last index taken when it leaves, or
             // it is a segment's last, so every cell stays withdrawn.
-            let deadline = Instant::now() + Duration::from_millis(300);
+            // (Generous: on a loaded machine the spawns must all queue
+            // before the first waiter gives up.)
+            let deadline = Instant::now() + Duration::from_secs(1);
             let quitters: Vec<_> = (1..SEGMENT_CELLS as u64)
                 .map(|i| {
                     let quitter =
                         s.spawn(move || sem.acquire(Mode::Park(Some(deadline)), || false).is_err());
                     while enq() < i + 1 {
+                        if Instant::now() >= deadline {
+                            // Free the blocked waiter, or the scope never ends.
+                            sem.release();
+                            panic!("the machine is too slow to queue in time");
+                        }
                         std::thread::yield_now();
                     }
                     quitter
