@@ -377,11 +377,13 @@ impl Counting {
 
     /// Closes: later sends fail, and every waiter is failed (a waiting
     /// receiver means nothing is buffered; a waiting sender keeps its
-    /// message).
-    pub(crate) fn close(&self) {
+    /// message). Returns whether this call closed it.
+    pub(crate) fn close(&self) -> bool {
         // SeqCst, as the cell channel's close: it is ordered with every
         // operation's read-modify-write on the word.
-        self.state.fetch_or(CLOSED, Ordering::SeqCst);
+        if self.state.fetch_or(CLOSED, Ordering::SeqCst) & CLOSED != 0 {
+            return false;
+        }
         let mut lists = self.lists.lock().unwrap();
         for sender in [false, true] {
             for entry in lists.side(sender).drain(..) {
@@ -391,6 +393,7 @@ impl Counting {
         }
         let s = self.state.load(Ordering::Relaxed);
         self.settle(&lists, s);
+        true
     }
 
     /// Whether `word` (an entry and its side) is still listed.

@@ -19,7 +19,9 @@
 //! it freezes at `closed_at`, every later send sees the bit in the
 //! increment that took its index and fails, receivers take indices below
 //! `closed_at` (every message sent before the close) and report `Closed`
-//! from then on. The closer then wakes the parked threads that can never be
+//! from then on. Just before, the closer sets bit 63 of `receivers` too,
+//! which stops receivers that time out from handing their index back
+//! (see `Channel::close`). The closer then wakes the parked threads that can never be
 //! served: receivers at indices `>= closed_at`, parked rendezvous senders,
 //! and senders waiting for a permit; they get `Closed` (senders with their
 //! message).
@@ -53,9 +55,10 @@ use std::time::Instant;
 
 const CLOSED_BIT: u64 = 1 << 63;
 
+/// The count in a `senders` or `receivers` word, without the closed bit.
 #[inline]
-fn count(senders: u64) -> u64 {
-    senders & !CLOSED_BIT
+fn count(counter: u64) -> u64 {
+    counter & !CLOSED_BIT
 }
 
 /// One cell: a state word and room for one buffered value. Zero-sized `T`
@@ -143,7 +146,8 @@ enum Kind {
 pub(crate) struct Channel<T> {
     /// Sends started; bit 63: closed.
     senders: CachePadded<AtomicU64>,
-    /// Receives started.
+    /// Receives started; bit 63: closed (set just before the bit in
+    /// `senders`; see `close`).
     receivers: CachePadded<AtomicU64>,
     /// The send count when the channel closed (`u64::MAX` until then).
     /// Sends that fail after the close still bump the count in `senders`,
@@ -343,10 +347,11 @@ impl<T> Channel<T> {
             let r = self.receivers.load(Ordering::SeqCst);
             let s = self.senders.load(Ordering::SeqCst);
             let s = count(s).min(self.closed_at.load(Ordering::SeqCst));
+            let (r_word, r) = (r, count(r));
             let cs = self.skipped_sends.load(Ordering::SeqCst);
             let cr = self.skipped_recvs.load(Ordering::SeqCst);
             // A consistent snapshot: nothing moved while we read.
-            if self.receivers.load(Ordering::SeqCst) == r {
+            if self.receivers.load(Ordering::SeqCst) == r_word {
                 let len = (s.wrapping_sub(cs) as i64).wrapping_sub(r.wrapping_sub(cr) as i64);
                 return (len.max(0) as u64).min(cap as u64) as usize;
             }
@@ -383,7 +388,7 @@ impl<T> Channel<T> {
             }
             _ => (
                 self.senders.load(Ordering::Relaxed),
-                self.receivers.load(Ordering::Relaxed),
+                count(self.receivers.load(Ordering::Relaxed)),
             ),
         };
         // A receive: a value or a parked sender is waiting. A rendezvous
@@ -455,7 +460,7 @@ impl<T> Channel<T> {
                 if s & CLOSED_BIT != 0 {
                     return Some(Fail::Closed);
                 }
-                let r = self.receivers.load(Ordering::SeqCst);
+                let r = count(self.receivers.load(Ordering::SeqCst));
                 (count(s) >= r && !self.duplex_waiting(s, r, Ordering::SeqCst))
                     .then_some(Fail::WouldBlock)
             }
@@ -722,16 +727,27 @@ impl<T> Channel<T> {
     /// same instant, and a message sent before the close is always counted
     /// in it. With S equal to R, a select's duplex may wait in the cell
     /// they point at (see `duplex_waiting`).
+    ///
+    /// "Closed and drained" reads R once more, after the closed bit: R can
+    /// go down (a receiver that times out hands its index back), and a send
+    /// that took that index before the close, slow to deposit, would then
+    /// deliver a message after we said there would be none (found in
+    /// review; loom `closed_and_drained_is_final`). The closer marks R
+    /// before it sets the bit in S, and a marked R never goes down, so an R
+    /// read after the bit in S is final: every index below it has its
+    /// receiver for good.
     #[inline]
     fn nothing_to_receive(&self) -> Option<Fail> {
-        // SeqCst, for `duplex_waiting` (no dearer than Acquire for loads on
-        // x86-64 or AArch64).
-        // (Closed: a duplex's send half fails too, so D does not matter.)
-        let r = self.receivers.load(Ordering::SeqCst);
+        // SeqCst, for `duplex_waiting` and for the second read of R (which
+        // must come after the closer's mark in the single total order).
+        let r = count(self.receivers.load(Ordering::SeqCst));
         let s = self.senders.load(Ordering::SeqCst);
-        let closed = s & CLOSED_BIT != 0;
-        (count(s) <= r && (closed || !self.duplex_waiting(s, r, Ordering::SeqCst)))
-            .then_some(Fail::closed_or_blocked(closed))
+        if s & CLOSED_BIT != 0 {
+            // (A duplex's send half fails too, so D does not matter.)
+            let r = count(self.receivers.load(Ordering::SeqCst));
+            return (count(s) <= r).then_some(Fail::Closed);
+        }
+        (count(s) <= r && !self.duplex_waiting(s, r, Ordering::SeqCst)).then_some(Fail::WouldBlock)
     }
 
     /// Whether a select's duplex may wait in the cell that both counts,
@@ -787,7 +803,16 @@ impl<T> Channel<T> {
             }
             let mut guard = pinned.take().unwrap_or_else(epoch::pin);
             let start = self.cells.cursor(Side::Pop, &guard);
-            let r = take_index(&self.receivers, Ordering::Relaxed);
+            let taken = take_index(&self.receivers, Ordering::Relaxed);
+            let r = count(taken);
+            // Past the close, no send takes this index: answer before the
+            // walk to its cell, which would grow the list for good (a
+            // closed channel polled with `recv` grew by a segment every 32
+            // calls; found in review). The mark in R says when to look.
+            // Acquire: pairs with the closer's Release store.
+            if taken & CLOSED_BIT != 0 && r >= self.closed_at.load(Ordering::Acquire) {
+                return Err(RecvStop::Fail(Fail::Closed));
+            }
             let seg = self.cells.find(Side::Pop, start, r, &guard);
             let cell = seg.cell(r);
             let mut state = cell.state.load(Ordering::Acquire);
@@ -931,7 +956,7 @@ impl<T> Channel<T> {
         // decides. Cursor first: it must not be past the index read next.
         let guard = epoch::pin();
         let start = self.cells.cursor(Side::Pop, &guard);
-        let r = self.receivers.load(Ordering::Relaxed);
+        let r = count(self.receivers.load(Ordering::Relaxed));
         // Watch the cell, not `senders`: its sender writes it once anyway,
         // while a read of `senders` per receive pulls that line away from
         // the next send's fetch-and-add (measured, one producer and one
@@ -1109,7 +1134,7 @@ impl<T> Channel<T> {
         self.cells.pass_head(
             other,
             counter,
-            // Not closed (the bit is in `senders`), and taken on our side.
+            // Not closed (the bit in either counter), and taken on our side.
             |i| i & CLOSED_BIT == 0 && i < count(ours.load(Ordering::Relaxed)),
             |cell| cell.state.load(Ordering::Relaxed) == skip,
             || self.land_on_skip(skipped),
@@ -1158,7 +1183,7 @@ impl<T> Channel<T> {
                 // The send case is ready: it fails.
                 return PairStop::Sent(Err(Fail::Closed));
             }
-            let r = self.receivers.load(Ordering::Acquire);
+            let r = count(self.receivers.load(Ordering::Acquire));
             let register_recv = match (regs.recv.is_some(), regs.send.is_some()) {
                 (false, false) if count(s) == r => {
                     // Announced before the counts are read again and the
@@ -1166,7 +1191,7 @@ impl<T> Channel<T> {
                     // soon as it is clear that no duplex stays there.
                     self.duplexes.fetch_add(1, Ordering::SeqCst);
                     let again = self.senders.load(Ordering::SeqCst);
-                    if again != s || self.receivers.load(Ordering::SeqCst) != r {
+                    if again != s || count(self.receivers.load(Ordering::SeqCst)) != r {
                         self.duplex_left();
                         continue;
                     }
@@ -1285,26 +1310,38 @@ impl<T> Channel<T> {
 
     /// Closes the channel; `true` if this call closed it.
     pub(crate) fn close(&self) -> bool {
+        if let Kind::Counting { count, .. } = &self.kind {
+            // The count's own flag is the closed state of a zero-sized
+            // channel (its sends and `is_closed` read only that), so it
+            // alone says who closed it: a close that answered from the bit
+            // in `senders` could return `false` before the flag was set,
+            // and a send on its thread still succeed (found in review;
+            // loom `zst_close_answer_is_final`).
+            return count.close();
+        }
         // The bit never clears: a close that finds it set has nothing to
         // do (the last receiver's drop usually closes the channel, and the
         // last sender's drop then spares the read-modify-write).
         if self.senders.load(Ordering::Relaxed) & CLOSED_BIT != 0 {
             return false;
         }
+        // R first: from this mark on, R never goes down (a timed-out
+        // receiver's give-back expects R unmarked, so it fails and leaves
+        // a skip instead), and it comes before the bit in S in the single
+        // total order (SeqCst), so a `try_recv` that sees the bit in S and
+        // then reads R reads a final R (see `nothing_to_receive`). Racing
+        // closers may both mark it; only one sets the bit in S.
+        self.receivers.fetch_or(CLOSED_BIT, Ordering::SeqCst);
         let prev = self.senders.fetch_or(CLOSED_BIT, Ordering::SeqCst);
         if prev & CLOSED_BIT != 0 {
             return false;
-        }
-        if let Kind::Counting { count, .. } = &self.kind {
-            count.close();
-            return true;
         }
         let closed_at = count(prev);
         // Release: pairs with the Acquire in `Channel::closed_at`.
         self.closed_at.store(closed_at, Ordering::Release);
         // Dekker with `park_in`: the bit, then the scan for entries.
         fence(Ordering::SeqCst);
-        let r = self.receivers.load(Ordering::Relaxed);
+        let r = count(self.receivers.load(Ordering::Relaxed));
         match &self.kind {
             Kind::Rendezvous => {
                 let guard = epoch::pin();

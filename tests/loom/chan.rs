@@ -121,6 +121,35 @@ fn close_races_send_and_try_recv() {
     });
 }
 
+/// Bound 3. "Closed and drained" is final: a `try_recv` that reports
+/// `Closed` is never followed by a message. Here a receiver times out while
+/// a send that took the same index before the close is about to deposit;
+/// if the receiver handed its index back after `try_recv` read the counts,
+/// the message would come out later (found in review).
+#[test]
+fn closed_and_drained_is_final() {
+    model("closed_and_drained_is_final", 3, || {
+        let (tx, rx) = unbounded::<i32>();
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let a = thread::spawn(move || rx2.recv_timeout(Duration::from_millis(1)).ok());
+        let s = thread::spawn(move || tx2.send(7).is_ok());
+        tx.close();
+        let first = rx.try_recv();
+        let timed = a.join().unwrap();
+        let sent = s.join().unwrap();
+        let last = rx.try_recv();
+        if first == Err(TryRecvError::Closed) {
+            assert_eq!(last, Err(TryRecvError::Closed), "a message after Closed");
+        }
+        // Every message whose send returned `Ok` is received exactly once.
+        let received = [timed.is_some(), first.is_ok(), last.is_ok()]
+            .iter()
+            .filter(|&&got| got)
+            .count();
+        assert_eq!(received, sent as usize);
+    });
+}
+
 /// Bound 2. Close wakes a parked receiver and a parked rendezvous sender,
 /// which gets its message back.
 #[test]

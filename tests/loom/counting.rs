@@ -238,3 +238,24 @@ fn zst_try_ops_beside_waiters() {
         assert_eq!(drops(), 4);
     });
 }
+
+/// Bound 2. A `close` that answers `false` (someone else closed first)
+/// returns with the channel closed: `is_closed` holds and a send fails. The
+/// answer came from the cell channel's bit while only the count's own flag
+/// closes a zero-sized channel (found in review).
+#[test]
+fn zst_close_answer_is_final() {
+    model("zst_close_answer_is_final", 2, || {
+        let (tx, rx) = bounded::<()>(4);
+        let tx2 = tx.clone();
+        let t = thread::spawn(move || tx2.close());
+        let mine = tx.close();
+        if !mine {
+            assert!(tx.is_closed(), "close() said closed, is_closed() did not");
+            assert!(tx.try_send(()).is_err(), "a send after close() said closed");
+        }
+        let theirs = t.join().unwrap();
+        assert!(mine != theirs, "exactly one close closes");
+        drop(rx);
+    });
+}
