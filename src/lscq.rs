@@ -390,14 +390,27 @@ impl<T> Drop for Lscq<T> {
     fn drop(&mut self) {
         // `&mut self`: nobody else can reach the list; rings already retired
         // are not on it (and hold no value).
-        let mut p = self.head.load(Ordering::Relaxed);
-        while !p.is_null() {
-            // SAFETY: every node on the list is a leaked box only the list
-            // owns; dropping the ring drops its leftover values exactly once.
-            let node = unsafe { Box::from_raw(p) };
-            p = node.next.load(Ordering::Relaxed);
-            drop(node);
+        free_list(self.head.load(Ordering::Relaxed));
+    }
+}
+
+/// Frees the nodes from `p` on; if dropping one (a leftover value's Drop)
+/// panics, the rest are still freed while unwinding.
+fn free_list<T>(mut p: *mut Node<T>) {
+    struct Rest<T>(*mut Node<T>);
+    impl<T> Drop for Rest<T> {
+        fn drop(&mut self) {
+            free_list(self.0);
         }
+    }
+    while !p.is_null() {
+        // SAFETY: every node on the list is a leaked box only the list
+        // owns; dropping the ring drops its leftover values exactly once.
+        let node = unsafe { Box::from_raw(p) };
+        p = node.next.load(Ordering::Relaxed);
+        let rest = Rest(p);
+        drop(node);
+        std::mem::forget(rest);
     }
 }
 

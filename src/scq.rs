@@ -36,6 +36,18 @@
 //! against enqueuers, and `catchup` pulls `tail` up to `head` after dequeuers
 //! overran it.
 //!
+//! The paper assumes one total order of all accesses. Here `head`, `tail`,
+//! `threshold` *and every access to an entry* are SeqCst: the "unsafe"
+//! check pairs a dequeuer's head increment-then-entry-load with an
+//! enqueuer's entry-load-then-head-load, a Dekker pattern. With Acquire
+//! entry loads a dequeuer could read an old, unsafe value after a stalled
+//! dequeuer had already consumed it, pass the position without a CAS,
+//! while an enqueuer that saw the entry consumed read an old `head` and
+//! wrote its value behind the dequeuers for good (found in review; loom
+//! `stalled_dequeuer_loses_no_value`). On x86-64 this costs nothing: a
+//! 128-bit CAS is a locked `cmpxchg16b` whatever its ordering, and a SeqCst
+//! load is a plain load.
+//!
 //! # No limit on the number of threads
 //!
 //! The paper's CAS2 variant that stores values directly in a ring of size `n`
@@ -76,7 +88,8 @@ pub(crate) const FINALIZED: u64 = 1 << 63;
 
 /// Largest capacity accepted: positions are 63-bit counters and the slot
 /// number lives in 64 bits, but the two rings must also fit in memory.
-const MAX_CAPACITY: usize = 1 << 40;
+/// (A `u64`: as a `usize` it would not compile for 32-bit targets.)
+const MAX_CAPACITY: u64 = 1 << 40;
 
 /// log2(entries per 128 bytes), for `IndexRing::remap`.
 const REMAP_SHIFT: u32 = 3;
@@ -98,6 +111,30 @@ fn cycle_of(e: u128) -> u64 {
 #[inline]
 fn flags_of(e: u128) -> u64 {
     ((e >> 64) as u64) & (SAFE | EMPTY)
+}
+
+/// Marks `entry`, last read as `e` and of the dequeuer's own cycle,
+/// consumed, and returns the index it holds: a CAS from the value we hold
+/// (a `fetch_or` would load the entry again first). It fails only if a
+/// later dequeuer cleared `SAFE` meanwhile; the payload cannot change.
+///
+/// SeqCst: an enqueuer of a later cycle that reads this consumed entry
+/// (SeqCst load) and then `head` must be ordered after any dequeuer that
+/// read the entry before this CAS (see `IndexRing::enqueue`; loom
+/// `stalled_dequeuer_loses_no_value`). Free on x86-64, where the CAS is a
+/// locked `cmpxchg16b` whatever the ordering.
+fn consume(entry: &AtomicU128, mut e: u128) -> u64 {
+    loop {
+        match entry.compare_exchange(
+            e,
+            e | (EMPTY as u128) << 64,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        ) {
+            Ok(_) => return index_of(e),
+            Err(now) => e = now,
+        }
+    }
 }
 
 #[inline]
@@ -212,9 +249,14 @@ impl IndexRing {
             }
             let tcycle = t >> self.order;
             let entry = &self.entries[self.remap(t)];
-            // Acquire: pairs with the AcqRel CAS of the dequeuer that last
-            // bumped this entry, so `head` below is at least its position.
-            let mut e = entry.load(Ordering::Acquire);
+            // SeqCst: with the dequeuer's SeqCst entry load, this load is in
+            // the total order with `head` (C++20 [atomics.order]/4): a
+            // dequeuer that passed this position reading the entry before
+            // the value we see here was consumed has its head FAA ordered
+            // before our `head` load below (Acquire alone allows a stale
+            // read there and loses our value). Also pairs with the CAS of
+            // the dequeuer that last bumped this entry.
+            let mut e = entry.load(Ordering::SeqCst);
             loop {
                 let flags = flags_of(e);
                 if cycle_of(e) < tcycle
@@ -224,7 +266,7 @@ impl IndexRing {
                     let new = pack(tcycle, SAFE, index);
                     // Release: publishes the slot write that preceded this
                     // enqueue to the dequeuer that acquires the entry.
-                    match entry.compare_exchange(e, new, Ordering::AcqRel, Ordering::Acquire) {
+                    match entry.compare_exchange(e, new, Ordering::SeqCst, Ordering::SeqCst) {
                         Ok(_) => {
                             if self.threshold.load(Ordering::SeqCst) != threshold {
                                 // swap, not store: see `reset_threshold`.
@@ -300,29 +342,16 @@ impl IndexRing {
             let h = take_index(&self.head, Ordering::SeqCst);
             let hcycle = h >> self.order;
             let entry = &self.entries[self.remap(h)];
-            // Acquire: pairs with the enqueuer's CAS (or an RMW in its
-            // release sequence): the slot it names is initialised.
-            let mut e = entry.load(Ordering::Acquire);
+            // SeqCst (see `enqueue`): ordered after our head FAA in the
+            // total order, so an enqueuer that decides from `head <= T`
+            // cannot write a value here that this load misses. Acquire part:
+            // pairs with the enqueuer's CAS (or an RMW in its release
+            // sequence): the slot it names is initialised.
+            let mut e = entry.load(Ordering::SeqCst);
             loop {
                 let ecycle = cycle_of(e);
                 if ecycle == hcycle {
-                    // Ours. Mark it consumed: a CAS from the value we hold
-                    // (a `fetch_or` would load the entry again first). It
-                    // fails only if a later dequeuer cleared `SAFE`
-                    // meanwhile; the payload cannot change under us.
-                    // Relaxed: nothing is published through this (the room
-                    // is handed on through `fq` or `free`, Release there).
-                    loop {
-                        match entry.compare_exchange(
-                            e,
-                            e | (EMPTY as u128) << 64,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        ) {
-                            Ok(_) => return Some(index_of(e)),
-                            Err(now) => e = now,
-                        }
-                    }
+                    return Some(consume(entry, e));
                 }
                 if ecycle > hcycle {
                     // A later dequeuer already passed: we are late.
@@ -344,7 +373,7 @@ impl IndexRing {
                 }
                 // AcqRel: an enqueuer acquiring this value must see our head
                 // FAA (see `enqueue`).
-                match entry.compare_exchange(e, new, Ordering::AcqRel, Ordering::Acquire) {
+                match entry.compare_exchange(e, new, Ordering::SeqCst, Ordering::SeqCst) {
                     Ok(_) => break,
                     Err(now) => e = now,
                 }
@@ -597,7 +626,7 @@ impl<T> Scq<T> {
     pub fn with_capacity(capacity: usize) -> Self {
         assert!(capacity > 0, "Scq capacity must be at least 1");
         assert!(
-            capacity <= MAX_CAPACITY,
+            capacity as u64 <= MAX_CAPACITY,
             "Scq capacity {capacity} is too large (the maximum is 2^40)"
         );
         let half = capacity.next_power_of_two();
@@ -837,9 +866,25 @@ impl<T> Drop for Scq<T> {
     fn drop(&mut self) {
         // `&mut self`: no operation is in progress, so every value still in
         // the queue is in `aq` and comes out exactly once.
+        self.drop_leftovers();
+    }
+}
+
+impl<T> Scq<T> {
+    /// Drops the values left in the queue. If one's `Drop` panics, the
+    /// others are still dropped while unwinding (as `Vec` does), not leaked.
+    fn drop_leftovers(&self) {
+        struct Again<'a, T>(&'a Scq<T>);
+        impl<T> Drop for Again<'_, T> {
+            fn drop(&mut self) {
+                self.0.drop_leftovers();
+            }
+        }
         self.aq.reset_threshold();
         while let Some(v) = self.pop() {
+            let again = Again(self);
             drop(v);
+            mem::forget(again);
         }
     }
 }
@@ -918,5 +963,72 @@ mod tests {
     #[should_panic(expected = "at least 1")]
     fn zero_capacity_panics() {
         let _ = Scq::<u8>::with_capacity(0);
+    }
+}
+
+/// Loom models of the ring's internals (run with `--cfg loom ... --lib`;
+/// the queue-level models are in `tests/loom/`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Bound 3. A dequeuer stalled between its head fetch-and-add and the
+    /// CAS that consumes its entry, while the queue cycles on, loses no
+    /// value: with the entry loads and CASes only Acquire/AcqRel, a
+    /// dequeuer's stale read of the entry (an old value, not yet consumed,
+    /// already marked unsafe) let it pass the position while an enqueuer
+    /// that saw the entry consumed read an old `head` and wrote its value
+    /// there, behind `head` for good (found in review; not possible on
+    /// x86-64, allowed by the language and by AArch64).
+    #[test]
+    fn stalled_dequeuer_loses_no_value() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            // m = 2 entries, positions start at 4.
+            let ring = Arc::new(IndexRing::new(2, 0));
+            assert!(ring.enqueue(100)); // position 4, entry 0
+                                        // The stalled dequeuer takes position 4 and reads the entry.
+            let stalled = take_index(&ring.head, Ordering::SeqCst);
+            assert_eq!(stalled, 4);
+            let seen = ring.entries[ring.remap(stalled)].load(Ordering::SeqCst);
+            for v in 101..=103 {
+                assert!(ring.enqueue(v)); // 5, 6, 7
+                assert_eq!(ring.dequeue(), Some(v));
+            }
+            // Skips 8 (entry 0 still holds 100) and lands at 9; the
+            // dequeuer at 8 finds 100 of an older cycle and marks it unsafe.
+            assert!(ring.enqueue(104));
+            assert_eq!(ring.dequeue(), Some(104));
+            for v in 105..=106 {
+                assert!(ring.enqueue(v)); // 10, 11
+                assert_eq!(ring.dequeue(), Some(v));
+            }
+            // head = tail = 12; entry 0: cycle 1, not empty, unsafe, 100.
+            let r0 = ring.clone();
+            let late = loom::thread::spawn(move || {
+                let entry = &r0.entries[r0.remap(stalled)];
+                assert_eq!(consume(entry, seen), 100);
+            });
+            let r1 = ring.clone();
+            let pusher = loom::thread::spawn(move || assert!(r1.enqueue(200)));
+            let r2 = ring.clone();
+            let popper = loom::thread::spawn(move || r2.dequeue());
+            late.join().unwrap();
+            pusher.join().unwrap();
+            if let Some(got) = popper.join().unwrap() {
+                assert_eq!(got, 200);
+            } else {
+                ring.reset_threshold();
+                assert_eq!(
+                    ring.dequeue(),
+                    Some(200),
+                    "value lost: head {} tail {}",
+                    ring.head.load(Ordering::SeqCst),
+                    ring.tail.load(Ordering::SeqCst)
+                );
+            }
+        });
     }
 }

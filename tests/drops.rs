@@ -6,7 +6,7 @@
 //! message's `Drop` during the receiver's drop surfaces from that drop and
 //! nothing is dropped twice.
 
-use scalechan::{bounded, unbounded, Receiver, SendTimeoutError, Sender, TrySendError};
+use scalechan::{bounded, unbounded, Lscq, Receiver, Scq, SendTimeoutError, Sender, TrySendError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -491,4 +491,29 @@ fn into_iter_drop_drops_remaining() {
     drop(it);
     t.assert_each(0, 10, 1, "into_iter dropped");
     drop(tx);
+}
+
+#[test]
+fn queues_drop_the_rest_when_a_leftover_panics() {
+    quiet_expected_panics();
+    // The queues' leftovers, the third of which panics when dropped: the
+    // panic surfaces from the queue's drop, and every other value is still
+    // dropped, once (as `Vec` does; found in review: the rest leaked).
+    let n = 7;
+    let t = Table::with_panic(n, 2);
+    let q = Scq::with_capacity(8);
+    for id in 0..n {
+        assert!(q.push(t.msg(id)).is_ok());
+    }
+    assert!(catch_unwind(AssertUnwindSafe(move || drop(q))).is_err());
+    t.assert_each(0, n, 1, "Scq");
+
+    // Rings of two: the panic comes from the second ring of four.
+    let t = Table::with_panic(n, 2);
+    let q = Lscq::with_ring_capacity(2);
+    for id in 0..n {
+        q.push(t.msg(id));
+    }
+    assert!(catch_unwind(AssertUnwindSafe(move || drop(q))).is_err());
+    t.assert_each(0, n, 1, "Lscq");
 }
