@@ -20,11 +20,11 @@
 //! increment that took its index and fails, receivers take indices below
 //! `closed_at` (every message sent before the close) and report `Closed`
 //! from then on. Just before, the closer sets bit 63 of `receivers` too,
-//! which stops receivers that time out from handing their index back
-//! (see `Channel::close`). The closer then wakes the parked threads that can never be
-//! served: receivers at indices `>= closed_at`, parked rendezvous senders,
-//! and senders waiting for a permit; they get `Closed` (senders with their
-//! message).
+//! which stops receivers that time out from handing their index back (see
+//! `Channel::close`). The closer then wakes the parked threads that can
+//! never be served: receivers at indices `>= closed_at`, parked rendezvous
+//! senders, and senders waiting for a permit; they get `Closed` (senders
+//! with their message).
 //!
 //! **Failing non-blocking operations** read and never write: `try_recv`
 //! on an empty or closed-and-drained channel reads `receivers`, then
@@ -745,7 +745,11 @@ impl<T> Channel<T> {
         if s & CLOSED_BIT != 0 {
             // (A duplex's send half fails too, so D does not matter.)
             let r = count(self.receivers.load(Ordering::SeqCst));
-            return (count(s) <= r).then_some(Fail::Closed);
+            // Every message is below `closed_at` (failed sends after the
+            // close still bump S; `u64::MAX` until the closer publishes it,
+            // and S then bounds it). Relaxed: compared, nothing read through.
+            let sent = count(s).min(self.closed_at.load(Ordering::Relaxed));
+            return (sent <= r).then_some(Fail::Closed);
         }
         (count(s) <= r && !self.duplex_waiting(s, r, Ordering::SeqCst)).then_some(Fail::WouldBlock)
     }

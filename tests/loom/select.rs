@@ -331,3 +331,41 @@ fn duplex_met_by_try_recv() {
 fn duplex_met_by_try_send() {
     duplex_met_by_polling("duplex_met_by_try_send", 3, true);
 }
+
+/// Bound 2. A select's receive case registers on an unbounded channel, then
+/// loses to its other case and is cancelled, while a send and a close race:
+/// a `try_recv` that says "closed and drained" is final, and a message is
+/// received exactly when its send returned `Ok` (before the closer marked
+/// the receive count, the cancelled case could hand its index back after a
+/// `try_recv` had read it; found in review). Bound 3 runs past loom's
+/// branch limit: a sender spins on the cell the cancel holds.
+#[test]
+fn cancelled_recv_case_keeps_closed_final() {
+    model("cancelled_recv_case_keeps_closed_final", 2, || {
+        let (tx, rx) = unbounded::<i32>();
+        let (otx, orx) = unbounded::<i32>();
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let sel = thread::spawn(move || {
+            select! {
+                recv(rx2) -> v => v.ok(),
+                recv(orx) -> _ => None,
+            }
+        });
+        let s = thread::spawn(move || tx2.send(5).is_ok());
+        // (Fails if the select already chose `rx2` and dropped `orx`.)
+        let _ = otx.send(1);
+        tx.close();
+        let first = rx.try_recv();
+        let selected = sel.join().unwrap();
+        let sent = s.join().unwrap();
+        let last = rx.try_recv();
+        if first == Err(TryRecvError::Closed) {
+            assert_eq!(last, Err(TryRecvError::Closed), "a message after Closed");
+        }
+        let received = [selected.is_some(), first.is_ok(), last.is_ok()]
+            .iter()
+            .filter(|&&got| got)
+            .count();
+        assert_eq!(received, sent as usize);
+    });
+}
