@@ -264,8 +264,9 @@ impl IndexRing {
                     && (flags & SAFE != 0 || self.head.load(Ordering::SeqCst) <= t)
                 {
                     let new = pack(tcycle, SAFE, index);
-                    // Release: publishes the slot write that preceded this
-                    // enqueue to the dequeuer that acquires the entry.
+                    // SeqCst, as every entry access (module docs); its
+                    // Release part publishes the slot write that preceded
+                    // this enqueue to the dequeuer that acquires the entry.
                     match entry.compare_exchange(e, new, Ordering::SeqCst, Ordering::SeqCst) {
                         Ok(_) => {
                             if self.threshold.load(Ordering::SeqCst) != threshold {
@@ -371,8 +372,8 @@ impl IndexRing {
                 if new == e {
                     break;
                 }
-                // AcqRel: an enqueuer acquiring this value must see our head
-                // FAA (see `enqueue`).
+                // SeqCst, as every entry access: an enqueuer that reads
+                // this value must see our head FAA (see `enqueue`).
                 match entry.compare_exchange(e, new, Ordering::SeqCst, Ordering::SeqCst) {
                     Ok(_) => break,
                     Err(now) => e = now,
@@ -988,8 +989,9 @@ mod loom_models {
         builder.check(|| {
             // m = 2 entries, positions start at 4.
             let ring = Arc::new(IndexRing::new(2, 0));
-            assert!(ring.enqueue(100)); // position 4, entry 0
-                                        // The stalled dequeuer takes position 4 and reads the entry.
+            // Position 4, entry 0; then the stalled dequeuer takes
+            // position 4 and reads the entry.
+            assert!(ring.enqueue(100));
             let stalled = take_index(&ring.head, Ordering::SeqCst);
             assert_eq!(stalled, 4);
             let seen = ring.entries[ring.remap(stalled)].load(Ordering::SeqCst);

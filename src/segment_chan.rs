@@ -344,10 +344,10 @@ impl<T> Channel<T> {
             Kind::Bounded { cap, .. } => *cap,
         };
         loop {
-            let r = self.receivers.load(Ordering::SeqCst);
+            let r_word = self.receivers.load(Ordering::SeqCst);
+            let r = count(r_word);
             let s = self.senders.load(Ordering::SeqCst);
             let s = count(s).min(self.closed_at.load(Ordering::SeqCst));
-            let (r_word, r) = (r, count(r));
             let cs = self.skipped_sends.load(Ordering::SeqCst);
             let cr = self.skipped_recvs.load(Ordering::SeqCst);
             // A consistent snapshot: nothing moved while we read.

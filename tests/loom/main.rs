@@ -7,7 +7,7 @@ mod lscq;
 mod scq;
 mod select;
 
-use scalechan::{bounded, Receiver, SendTimeoutError, Sender, TrySendError};
+use scalechan::{bounded, Receiver, SendTimeoutError, Sender, TryRecvError, TrySendError};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use std::time::Instant;
@@ -32,6 +32,27 @@ pub(crate) fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'stat
         iterations.load(Ordering::Relaxed),
         start.elapsed()
     );
+}
+
+/// For a model where one send raced a close and another receiver: `first`
+/// and `last` are `try_recv`s made after the close and after everything
+/// joined. A `Closed` answer is final (no message comes out after it), and
+/// the message was received exactly once (by the other receiver, which
+/// `elsewhere` says, or by one of the two) if its send returned `Ok`.
+pub(crate) fn assert_closed_is_final(
+    first: Result<i32, TryRecvError>,
+    last: Result<i32, TryRecvError>,
+    elsewhere: bool,
+    sent: bool,
+) {
+    if first == Err(TryRecvError::Closed) {
+        assert_eq!(last, Err(TryRecvError::Closed), "a message after Closed");
+    }
+    let received = [elsewhere, first.is_ok(), last.is_ok()]
+        .iter()
+        .filter(|&&got| got)
+        .count();
+    assert_eq!(received, sent as usize);
 }
 
 /// `bounded(cap)` holding `0..cap`: full.
