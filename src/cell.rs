@@ -14,8 +14,12 @@
 //!    └─try_send gives up (receiver late)────────────────▶ SKIP_SEND   (rendezvous)
 //! ```
 //! A parked rendezvous sender mirrors the receiver's path with `SKIP_SEND`.
-//! A partner landing on a `SKIP_*` cell abandons its index and takes a new
-//! one; the skip counters keep `len()` exact.
+//! A partner landing on a `SKIP_*` cell marks it `DONE` by CAS, abandons its
+//! index and takes a new one; the skip counters keep `len()` exact. Until
+//! then the skip may be taken over by a new waiter of the side that left
+//! it (`SKIP_* ──CAS──▶ entry`, see `Channel::adopt_skip`), or held
+//! `CLAIMED` by a withdrawer passing it for the partner (`pass_skips`):
+//! every claim on a skip is a CAS from it, so exactly one succeeds.
 //!
 //! A semaphore cell holds no value: `BUFFERED` is a permit left before its
 //! waiter came, `SKIP_SEND` a waiter that gave up owing its permit (the
@@ -291,6 +295,15 @@ impl Registration {
             }
         }
     }
+
+    /// Takes the entry out of a cell where the same select's other case
+    /// arrived (see [`InCell::cancel_met`]).
+    pub(crate) fn cancel_met(self) {
+        match self {
+            Registration::Cell(reg) => reg.cancel_met(),
+            listed => listed.cancel(),
+        }
+    }
 }
 
 /// An entry published in one cell. It holds a reference on the cell's
@@ -466,6 +479,25 @@ impl InCell {
         // SAFETY: per `new`; the entry has left the cell.
         unsafe { (self.release)(self.segment) };
         self.call_after_skip();
+    }
+
+    /// Takes the entry out of a cell whose other index the same select's
+    /// other case took (a select met itself on a rendezvous channel): no
+    /// one else will ever come to the cell, so it is left `DONE`, with no
+    /// skip to count or pass, and above all no skip that a later waiter
+    /// could take over and wait in for a partner that never comes (see
+    /// `Channel::adopt_skip`). If a closer holds the cell, as `cancel`.
+    pub(crate) fn cancel_met(self) {
+        if self.debt.is_null()
+            && self
+                .state()
+                .compare_exchange(self.word, DONE, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // SAFETY: per `new`; the entry has left the cell.
+            return unsafe { (self.release)(self.segment) };
+        }
+        self.cancel()
     }
 
     /// [`InCell::cancel`] for a semaphore waiter (see [`owing`]).

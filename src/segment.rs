@@ -492,20 +492,21 @@ impl<C: SegmentCell> Segments<C> {
     }
 
     /// Moves `counter`, the index counter of `side`, past the cells at its
-    /// head that `passable` accepts, as that side's next operations would
-    /// on landing there, calling `passed()` after each: a withdrawer clears
-    /// the trail it would otherwise leave for a side that may never come.
+    /// head that `claim` takes for passing, as that side's next operations
+    /// would on landing there: a withdrawer clears the trail it would
+    /// otherwise leave for a side that may never come. After each claimed
+    /// cell, `settle(cell, moved)` says whether the counter moved past it.
     /// Stops at the first index that `taken` says the other side has not
     /// taken (its cell may not exist, and the walk must not grow the list
-    /// past what operations asked for), at a cell not passable, or when the
+    /// past what operations asked for), at a cell not claimed, or when the
     /// CAS fails: any real operation (or a close) wins the index.
     pub(crate) fn pass_head(
         &self,
         side: Side,
         counter: &AtomicU64,
         taken: impl Fn(u64) -> bool,
-        passable: impl Fn(&C) -> bool,
-        mut passed: impl FnMut(),
+        claim: impl Fn(&C) -> bool,
+        mut settle: impl FnMut(&C, bool),
     ) {
         let guard = epoch::pin();
         // Relaxed loads: no data is read through them; the CAS on the
@@ -520,16 +521,19 @@ impl<C: SegmentCell> Segments<C> {
             if !taken(i) {
                 return;
             }
-            // A passable cell stays so until its segment is reused, which
-            // our pin prevents.
-            if !passable(self.find(side, start, i, &guard).cell(i))
-                || counter
-                    .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_err()
-            {
+            // A claimed cell stays ours until settled, and its segment
+            // is not reused while our pin holds.
+            let cell = self.find(side, start, i, &guard).cell(i);
+            if !claim(cell) {
                 return;
             }
-            passed();
+            let moved = counter
+                .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+            settle(cell, moved);
+            if !moved {
+                return;
+            }
         }
     }
 

@@ -43,7 +43,7 @@ use crate::cell::{
 use crate::counting::{self, Counting, Moved};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{take_index, Backoff, CachePadded, SpinLoad};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
@@ -166,6 +166,11 @@ pub(crate) struct Channel<T> {
     /// counts equal reads this, and if it is not zero takes an index to
     /// meet the duplex. Written only by such selects.
     duplexes: AtomicU64,
+    /// Per side (`Side as usize`): set when a waiter of that side withdraws
+    /// and leaves a skip, cleared by a waiter that looked for such a cell
+    /// to take over and found none. A hint that spares waiters the look
+    /// while nobody gives up (see `adopt_skip`).
+    maybe_skipped: [AtomicBool; 2],
     cells: Segments<Cell<T>>,
     kind: Kind,
 }
@@ -283,6 +288,8 @@ impl<T> Channel<T> {
             ptr::addr_of_mut!((*p).skipped_sends).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_recvs).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).duplexes).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).maybe_skipped)
+                .write([AtomicBool::new(false), AtomicBool::new(false)]);
             ptr::addr_of_mut!((*p).cells).write(if counting {
                 Segments::unused()
             } else {
@@ -550,8 +557,10 @@ impl<T> Channel<T> {
                         Err(s) => state = s,
                     },
                     SKIP_RECV => {
-                        self.land_on_skip(&self.skipped_recvs);
-                        continue 'index;
+                        match self.land_on_skip(&cell.state, SKIP_RECV, &self.skipped_recvs) {
+                            Ok(()) => continue 'index,
+                            Err(s) => state = s,
+                        }
                     }
                     word if cell::is_entry(word) => {
                         match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
@@ -584,6 +593,12 @@ impl<T> Channel<T> {
     /// As [`Channel::send_from`].
     unsafe fn send_rendezvous(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
         // `send_from` has made the read-only check once already.
+        if !matches!(mode, Mode::Try) && self.may_adopt(Side::Push) {
+            // SAFETY: our caller's contract.
+            if let Some(done) = unsafe { self.send_adopting(msg, mode) } {
+                return done;
+            }
+        }
         let mut skipped = false;
         'index: loop {
             // Again after a skipped cell: the receiver we counted on may be
@@ -606,8 +621,10 @@ impl<T> Channel<T> {
             loop {
                 match state {
                     SKIP_RECV => {
-                        self.land_on_skip(&self.skipped_recvs);
-                        continue 'index;
+                        match self.land_on_skip(&cell.state, SKIP_RECV, &self.skipped_recvs) {
+                            Ok(()) => continue 'index,
+                            Err(s) => state = s,
+                        }
                     }
                     word if own_word(mode) == word => return Err(SendStop::SelfMet),
                     word if cell::is_entry(word) => {
@@ -799,6 +816,11 @@ impl<T> Channel<T> {
             }
             _ => None,
         };
+        if pinned.is_none() && !matches!(mode, Mode::Try) && self.may_adopt(Side::Pop) {
+            if let Some(done) = self.recv_adopting(mode, out) {
+                return done;
+            }
+        }
         'index: loop {
             if let Mode::Try = mode {
                 if let Some(fail) = self.nothing_to_receive() {
@@ -832,8 +854,10 @@ impl<T> Channel<T> {
                         return Ok(());
                     }
                     SKIP_SEND => {
-                        self.land_on_skip(&self.skipped_sends);
-                        continue 'index;
+                        match self.land_on_skip(&cell.state, SKIP_SEND, &self.skipped_sends) {
+                            Ok(()) => continue 'index,
+                            Err(s) => state = s,
+                        }
                     }
                     word if own_word(mode) == word => return Err(RecvStop::SelfMet),
                     word if cell::is_entry(word) && self.is_closed() => {
@@ -939,6 +963,104 @@ impl<T> Channel<T> {
         }
     }
 
+    /// Whether a waiter of `side` may find a skip to take over (see
+    /// `adopt_skip`): one load, before a blocking operation takes its index.
+    #[inline]
+    fn may_adopt(&self, side: Side) -> bool {
+        self.maybe_skipped[side as usize].load(Ordering::Relaxed)
+    }
+
+    /// A blocking receive (`mode` parks or registers) that takes over a
+    /// cell a receiver gave up (see `adopt_skip`) instead of a new index.
+    /// `None`: none found.
+    #[cold]
+    fn recv_adopting(&self, mode: Mode<'_>, out: *mut T) -> Option<Result<(), RecvStop>> {
+        let deadline = match mode {
+            Mode::Try => return None,
+            Mode::Park(deadline) => deadline,
+            Mode::Register { entry, .. } => {
+                return Some(match self.adopt_skip(Side::Pop, entry)? {
+                    Ok(reg) => Err(RecvStop::Registered(reg)),
+                    Err(fail) => Err(RecvStop::Fail(fail.failed())),
+                });
+            }
+        };
+        // As in `recv_into`: a small message is written beside the waiter.
+        let mut parked = Parked {
+            waiter: Waiter::new(),
+            slot: MaybeUninit::<T>::uninit(),
+        };
+        let slot = if std::mem::size_of::<T>() <= NEAR_WAITER {
+            parked.slot.as_mut_ptr()
+        } else {
+            out
+        };
+        let entry = Entry {
+            waiter: &parked.waiter,
+            case: 0,
+            slot: slot as *mut (),
+        };
+        let parked = self
+            .adopt_skip(Side::Pop, &entry)?
+            .and_then(|reg| self.wait_registered(reg, &entry, deadline));
+        Some(match parked {
+            Ok(()) => {
+                if slot != out {
+                    // SAFETY: the sender wrote our slot before waking us;
+                    // `out` is writable.
+                    unsafe { ptr::copy_nonoverlapping(slot, out, 1) };
+                }
+                Ok(())
+            }
+            Err(fail) => Err(RecvStop::Fail(fail.failed())),
+        })
+    }
+
+    /// A blocking rendezvous send (`mode` parks or registers) that takes
+    /// over a cell a sender gave up (see `adopt_skip`) instead of a new
+    /// index. `None`: none found.
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`].
+    #[cold]
+    unsafe fn send_adopting(&self, msg: *mut T, mode: Mode<'_>) -> Option<Result<(), SendStop>> {
+        let deadline = match mode {
+            Mode::Try => return None,
+            Mode::Park(deadline) => deadline,
+            // The value is already in the select's slot (`msg`).
+            Mode::Register { entry, .. } => {
+                return Some(match self.adopt_skip(Side::Push, entry)? {
+                    Ok(reg) => Err(SendStop::Registered(reg)),
+                    Err(fail) => Err(SendStop::Fail(fail.failed())),
+                });
+            }
+        };
+        // As in `send_rendezvous`: a small message waits in a copy beside
+        // the waiter; a copy not taken is never read.
+        let mut parked = Parked {
+            waiter: Waiter::new(),
+            slot: MaybeUninit::<T>::uninit(),
+        };
+        let slot = if std::mem::size_of::<T>() <= NEAR_WAITER {
+            // SAFETY: `msg` is readable; the slot is ours.
+            unsafe { ptr::copy_nonoverlapping(msg, parked.slot.as_mut_ptr(), 1) };
+            parked.slot.as_mut_ptr()
+        } else {
+            msg
+        };
+        let entry = Entry {
+            waiter: &parked.waiter,
+            case: 0,
+            slot: slot as *mut (),
+        };
+        let parked = self
+            .adopt_skip(Side::Push, &entry)?
+            .and_then(|reg| self.wait_registered(reg, &entry, deadline));
+        // `Ok`: the receiver took the value out of `slot`; otherwise it
+        // was never taken and is still the caller's.
+        Some(parked.map_err(|fail| SendStop::Fail(fail.failed())))
+    }
+
     /// Before a blocking receive takes its index: if the cell of the next
     /// receive is still empty, waits a little (spin, then yield; never
     /// parks) for its sender, holding no index. Returns the pin when it
@@ -1026,6 +1148,28 @@ impl<T> Channel<T> {
             return Err(ParkFail::Lost(s, guard));
         }
         drop(guard);
+        // SAFETY: just published, with the reference taken above.
+        unsafe { self.registered(seg, state, entry, sender, index, false) }
+    }
+
+    /// Completes the registration of `entry`, published in `state` (a cell
+    /// of `seg`, index `index`, on which the caller took a reference that
+    /// the registration now owns): found `EMPTY`, or taken over from a
+    /// waiter of the same side that gave up (`adopted`, see `adopt_skip`).
+    ///
+    /// # Safety
+    /// As described: the entry word of `entry` is in `state`, and the
+    /// caller's reference on `seg` passes to the registration.
+    unsafe fn registered(
+        &self,
+        seg: &Segment<Cell<T>>,
+        state: &AtomicUsize,
+        entry: &Entry,
+        sender: bool,
+        index: u64,
+        adopted: bool,
+    ) -> Result<Registration, ParkFail> {
+        let word = cell::entry_word(entry, sender);
         let (counter, skip, skipped) = self.side(if sender { Side::Push } else { Side::Pop });
         // A rendezvous channel never hands an index back: a select's duplex
         // entry waits in the cell both counters point at, taking neither
@@ -1068,11 +1212,98 @@ impl<T> Channel<T> {
         // always withdraw; a plain waiter may already have been decided.
         if hopeless && (entry.waiter().is_registering() || entry.waiter().try_abort()) {
             // A receive index past the close is never reached by a send, so
-            // its skip is not counted (`len` clamps what is left).
-            if sender { reg } else { reg.uncounted() }.cancel();
+            // its skip is not counted (`len` clamps what is left); but a
+            // cell taken over gives back the skip it took, as it found it.
+            if sender || adopted {
+                reg
+            } else {
+                reg.uncounted()
+            }
+            .cancel();
             return Err(ParkFail::Fail(Fail::Closed));
         }
         Ok(reg.into())
+    }
+
+    /// Before a waiter of `side` takes a new index: publishes `entry` in a
+    /// cell of the side's last segment that a waiter of the same side gave
+    /// up (a skip) and that the other side has not reached, if there is
+    /// one, and registers it there. `None`: no such cell.
+    ///
+    /// Behind a waiter that is never served (a receiver blocked for good
+    /// on a quiet channel, Go's `done` channel with one goroutine waiting
+    /// on it), waiters that give up (`recv_timeout` pollers, a select
+    /// loop's timeout) leave skips that `pass_skips` cannot pass: the other
+    /// side's next index is the blocked waiter's. When they give up out of
+    /// order, the first to give up is not the last index taken and cannot
+    /// hand it back, and on a rendezvous channel no index goes back at all;
+    /// the skips piled up for good (measured: 620 segments on an unbounded
+    /// channel and 1250 on a rendezvous one after 2 x 20 000 timed-out
+    /// receives behind a blocked receiver). Taking them over keeps the
+    /// cells in use near the number of waiters.
+    ///
+    /// Every other claim on a skip is a CAS from it too: the operation of
+    /// the other side that took its index lands with one (`land_on_skip`),
+    /// a passer holds it `CLAIMED` while it moves the counter, and a
+    /// select that met itself leaves `DONE` (`InCell::cancel_met`), so
+    /// exactly one takes it, and a skip whose partner index is spent is
+    /// never taken over. An operation that loses to us finds our entry and
+    /// meets it as any waiter's. Only cells at or past the other side's
+    /// count are looked at, so a receiver never takes a cell over while the
+    /// channel holds messages (nor a sender while receivers wait). Waiters
+    /// are then not served in arrival order where some gave up, as on the
+    /// permit queue (`Semaphore::reuse_withdrawn`).
+    fn adopt_skip(&self, side: Side, entry: &Entry) -> Option<Result<Registration, ParkFail>> {
+        let hint = &self.maybe_skipped[side as usize];
+        // Relaxed (the hint and the counts): a waiter that misses a skip
+        // takes a new index, as before there was any taking over; the CAS
+        // below decides.
+        if !hint.load(Ordering::Relaxed) {
+            return None;
+        }
+        let sender = matches!(side, Side::Push);
+        let (counter, skip, skipped) = self.side(side);
+        let (other, _, _) = self.side(if sender { Side::Pop } else { Side::Push });
+        let guard = epoch::pin();
+        // Cursor first: the segment of any index read after it is at or
+        // past it.
+        let start = self.cells.cursor(side, &guard);
+        let top = counter.load(Ordering::Relaxed);
+        let from = count(other.load(Ordering::Relaxed));
+        // Past the close (the bit in S, the mark in R) there is no point.
+        if top & CLOSED_BIT != 0 || count(top) <= from {
+            return None;
+        }
+        let seg = self.cells.peek(start, count(top) - 1, &guard)?;
+        let word = cell::entry_word(entry, sender);
+        let index = (seg.first_index().max(from)..count(top))
+            .rev()
+            .find(|&index| {
+                let state = &seg.cell(index).state;
+                if state.load(Ordering::Relaxed) != skip {
+                    return false;
+                }
+                seg.acquire_ref();
+                // Release publishes the entry (and a sender's value), as on an
+                // empty cell.
+                if state
+                    .compare_exchange(skip, word, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    skipped.fetch_sub(1, Ordering::Relaxed);
+                    return true;
+                }
+                // SAFETY: the reference taken just above.
+                unsafe { Segment::release_ref(seg) };
+                false
+            });
+        let Some(index) = index else {
+            hint.store(false, Ordering::Relaxed);
+            return None;
+        };
+        drop(guard);
+        // SAFETY: our entry is in the cell, with the reference taken above.
+        Some(unsafe { self.registered(seg, &seg.cell(index).state, entry, sender, index, true) })
     }
 
     /// Parks the caller in `state` through `entry` (whose slot its value
@@ -1089,6 +1320,17 @@ impl<T> Channel<T> {
         guard: epoch::Guard,
     ) -> Result<(), ParkFail> {
         let reg = self.publish(seg, state, entry, sender, index, guard)?;
+        self.wait_registered(reg, entry, deadline)
+    }
+
+    /// Waits until a partner, a close or the deadline decides `entry`,
+    /// registered as `reg`.
+    fn wait_registered(
+        &self,
+        reg: Registration,
+        entry: &Entry,
+        deadline: Option<Instant>,
+    ) -> Result<(), ParkFail> {
         match entry.waiter().wait(deadline) {
             Outcome::Selected(_) => {
                 reg.complete();
@@ -1133,6 +1375,8 @@ impl<T> Channel<T> {
             Side::Push => Side::Pop,
             Side::Pop => Side::Push,
         };
+        // Relaxed: a hint (see `adopt_skip`), set after the skip was left.
+        self.maybe_skipped[withdrawn as usize].store(true, Ordering::Relaxed);
         let (ours, skip, skipped) = self.side(withdrawn);
         let (counter, _, _) = self.side(other);
         self.cells.pass_head(
@@ -1140,15 +1384,44 @@ impl<T> Channel<T> {
             counter,
             // Not closed (the bit in either counter), and taken on our side.
             |i| i & CLOSED_BIT == 0 && i < count(ours.load(Ordering::Relaxed)),
-            |cell| cell.state.load(Ordering::Relaxed) == skip,
-            || self.land_on_skip(skipped),
+            // Held while the counter moves, so that a waiter cannot take
+            // the cell over (`adopt_skip`) from under a passed index; an
+            // operation that wins the index waits for the hold to end.
+            |cell| {
+                cell.state
+                    .compare_exchange(skip, CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            },
+            |cell, moved| {
+                // Release: pairs with the Acquire of whoever waits on CLAIMED.
+                cell.state
+                    .store(if moved { DONE } else { skip }, Ordering::Release);
+                if moved {
+                    skipped.fetch_sub(1, Ordering::Relaxed);
+                }
+            },
         );
     }
 
-    /// A partner gave up this index before we arrived: settle the count.
+    /// The cell of our index in `state` is a skip that the other side left
+    /// (`skip`): marks it passed and settles the count, after which the
+    /// caller takes a new index. `Err`: the cell changed first (a waiter
+    /// took it over, see `adopt_skip`, or a passer holds it): its state.
+    ///
+    /// A CAS, not a read: the cell could otherwise be taken over after we
+    /// left it, by a waiter no operation would ever reach.
     #[inline]
-    fn land_on_skip(&self, skipped: &AtomicU64) {
+    fn land_on_skip(
+        &self,
+        state: &AtomicUsize,
+        skip: usize,
+        skipped: &AtomicU64,
+    ) -> Result<(), usize> {
+        // Relaxed: DONE publishes nothing; Acquire on failure, as every
+        // state we go on to act on is read.
+        state.compare_exchange(skip, DONE, Ordering::Relaxed, Ordering::Acquire)?;
         skipped.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
     }
 
     // -------------------------------------------------------------- select
@@ -1236,7 +1509,7 @@ impl<T> Channel<T> {
                         // (A rendezvous channel hands no index back, so
                         // the cell's send index stays taken too.)
                         if let Some(reg) = regs.send.take() {
-                            reg.cancel();
+                            reg.cancel_met();
                         }
                     }
                 }
@@ -1253,7 +1526,7 @@ impl<T> Channel<T> {
                     Err(SendStop::Registered(reg)) => regs.send = Some(reg),
                     Err(SendStop::SelfMet) => {
                         if let Some(reg) = regs.recv.take() {
-                            reg.cancel();
+                            reg.cancel_met();
                         }
                     }
                 }
@@ -1438,6 +1711,16 @@ enum ParkFail {
     /// (still pinned by the returned guard).
     Lost(usize, epoch::Guard),
     Fail(Fail),
+}
+
+impl ParkFail {
+    /// The failure of a registration that was published (never `Lost`).
+    fn failed(self) -> Fail {
+        match self {
+            ParkFail::Fail(fail) => fail,
+            ParkFail::Lost(..) => unreachable!("a published entry is not lost"),
+        }
+    }
 }
 
 // ------------------------------------------------------ zero-sized messages

@@ -524,6 +524,62 @@ fn send_timeout_succeeds_when_room_appears() {
     }
 }
 
+/// Timed-out waiters behind one blocked for good on a rendezvous channel
+/// (which hands no index back) each leave a skip the other side cannot
+/// be moved past; the next waiter takes that cell over (`adopt_skip`).
+/// More rounds than a segment holds, then the blocked waiter gets its
+/// partner, a late message reaches a timed receiver that took a cell
+/// over, and a fresh pair still meets: no index was lost or doubled.
+#[test]
+fn waiters_timing_out_behind_a_blocked_one() {
+    let rounds = if cfg!(miri) { 40 } else { 200 };
+    // Receivers.
+    let (tx, rx) = bounded::<usize>(0);
+    let blocked = {
+        let rx = rx.clone();
+        thread::spawn(move || rx.recv())
+    };
+    thread::sleep(SETTLE);
+    for _ in 0..rounds {
+        assert_eq!(
+            rx.recv_timeout(Duration::from_micros(1)),
+            Err(RecvTimeoutError::Timeout)
+        );
+    }
+    tx.send(1).unwrap();
+    let first = blocked.join().unwrap().unwrap();
+    let late = thread::spawn(move || {
+        thread::sleep(SETTLE);
+        tx.send(2).unwrap();
+        tx
+    });
+    let second = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let tx = late.join().unwrap();
+    assert_eq!((first, second), (1, 2));
+    let h = thread::spawn(move || rx.recv());
+    tx.send(3).unwrap();
+    assert_eq!(h.join().unwrap(), Ok(3));
+
+    // Senders.
+    let (tx, rx) = bounded::<usize>(0);
+    let blocked = {
+        let tx = tx.clone();
+        thread::spawn(move || tx.send(7))
+    };
+    thread::sleep(SETTLE);
+    for i in 0..rounds {
+        assert_eq!(
+            tx.send_timeout(i, Duration::from_micros(1)),
+            Err(SendTimeoutError::Timeout(i))
+        );
+    }
+    assert_eq!(rx.recv(), Ok(7));
+    blocked.join().unwrap().unwrap();
+    let h = thread::spawn(move || rx.recv());
+    tx.send(8).unwrap();
+    assert_eq!(h.join().unwrap(), Ok(8));
+}
+
 #[test]
 fn unbounded_send_timeout_never_times_out() {
     let (tx, rx) = unbounded();

@@ -356,6 +356,76 @@ fn stuck_full_channel_timeouts(threads: usize, rounds: usize, blocked: bool) -> 
     live.saturating_sub(base)
 }
 
+/// A waiter blocked for good at the head of a channel nobody serves (Go's
+/// `done` channel with one goroutine parked on it), and `threads` pollers
+/// behind it that give up out of order: receivers with `recv_timeout` or a
+/// select loop's timeout, or rendezvous senders with `send_timeout`. A poller that
+/// gives up below another's index cannot hand it back (on a rendezvous
+/// channel no index goes back), and the blocked waiter keeps the other side
+/// from being moved past it, so without taking such cells over
+/// (`adopt_skip`) every round left a skip. Returns the live segments (over
+/// the start) after the run, with the blocked waiter still parked; then
+/// releases it and checks it got the one message.
+#[derive(Clone, Copy, PartialEq)]
+enum Poll {
+    Recv,
+    Send,
+    Select,
+}
+
+fn timeouts_behind_a_blocked_waiter(cap: Option<usize>, poll: Poll, rounds: usize) -> usize {
+    let senders = poll == Poll::Send;
+    let base = scalechan::__private::live_segments();
+    let (tx, rx) = match cap {
+        None => unbounded::<u64>(),
+        Some(cap) => bounded::<u64>(cap),
+    };
+    thread::scope(|s| {
+        let blocked = if senders {
+            let tx = tx.clone();
+            s.spawn(move || tx.send(7).is_ok().then_some(7))
+        } else {
+            let rx = rx.clone();
+            s.spawn(move || rx.recv().ok())
+        };
+        thread::sleep(Duration::from_millis(2));
+        let pollers: Vec<_> = (0..2)
+            .map(|_| {
+                let (tx, rx) = (tx.clone(), rx.clone());
+                s.spawn(move || {
+                    for _ in 0..rounds {
+                        match poll {
+                            Poll::Send => {
+                                assert!(tx.send_timeout(1, Duration::from_micros(1)).is_err())
+                            }
+                            Poll::Recv => {
+                                assert!(rx.recv_timeout(Duration::from_micros(1)).is_err())
+                            }
+                            Poll::Select => scalechan::select! {
+                                recv(rx) -> _ => panic!("nothing was sent"),
+                                default(Duration::from_micros(1)) => {}
+                            },
+                        }
+                    }
+                })
+            })
+            .collect();
+        for p in pollers {
+            p.join().unwrap();
+        }
+        scalechan::__private::collect_garbage();
+        let live = scalechan::__private::live_segments().saturating_sub(base);
+        if senders {
+            assert_eq!(rx.recv(), Ok(7));
+        } else {
+            tx.send(7).unwrap();
+        }
+        assert_eq!(blocked.join().unwrap(), Some(7));
+        assert!(rx.try_recv().is_err(), "one message, received once");
+        live
+    })
+}
+
 #[test]
 fn memory() {
     // Before any channel exists, so every segment freed is one counted.
@@ -487,6 +557,26 @@ fn memory() {
                 "{name}, closed: {live} new live segments after {} receives (limit 2)",
                 2 * calls
             ));
+        }
+    }
+
+    // (g) pollers that give up out of order behind a waiter blocked for
+    // good leave no trail either (before `adopt_skip`: 620 segments on an
+    // unbounded channel, 1250 on a rendezvous one, for 2 x 20 000 rounds).
+    let rounds = if cfg!(miri) { 100 } else { 20_000 };
+    for (name, cap, poll) in [
+        ("unbounded", None, Poll::Recv),
+        ("bounded(4)", Some(4), Poll::Recv),
+        ("bounded(0)", Some(0), Poll::Recv),
+        ("bounded(0), senders", Some(0), Poll::Send),
+        ("unbounded, select loops", None, Poll::Select),
+        ("bounded(0), select loops", Some(0), Poll::Select),
+    ] {
+        let live = timeouts_behind_a_blocked_waiter(cap, poll, rounds);
+        let what = format!("{name}: 2 pollers x {rounds} timeouts behind a blocked waiter");
+        report.push(format!("{what}: {live} live segments"));
+        if live >= 64 {
+            failures.push(format!("{what}: {live} live segments (limit 64)"));
         }
     }
 

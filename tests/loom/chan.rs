@@ -627,3 +627,102 @@ fn timed_out_senders_hand_an_index_over() {
         assert_eq!(drain_and_check_one_slot(&tx, &rx), Vec::<i32>::new());
     });
 }
+
+/// Bound 2. A receiver waits for good while this thread receives twice
+/// with a timeout: when its first receive gives up an index below the
+/// blocked one's (it cannot hand it back), or index 1 (the last of a
+/// segment under loom, never handed back), it leaves a skip, and its
+/// second receive may take that very cell over (`adopt_skip`) instead of
+/// a new index, racing the send that lands there with a CAS and the first
+/// receive's pass of its skip (`pass_skips`). Every message is received
+/// exactly once, and the channel's count is exact afterwards.
+#[test]
+fn skip_taken_over_by_the_next_receiver() {
+    model("skip_taken_over_by_the_next_receiver", 2, || {
+        let (tx, rx) = unbounded();
+        let rx2 = rx.clone();
+        let blocked = thread::spawn(move || rx2.recv().unwrap());
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(1).unwrap());
+        let mut got: Vec<i32> = (0..2)
+            .filter_map(|_| rx.recv_timeout(Duration::from_millis(1)).ok())
+            .collect();
+        s.join().unwrap();
+        // For the blocked receiver, if it has nothing yet.
+        tx.send(2).unwrap();
+        got.push(blocked.join().unwrap());
+        got.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
+        assert_eq!(rx.len(), 0);
+        tx.send(4).unwrap();
+        assert_eq!(rx.len(), 1);
+        assert_eq!(rx.try_recv(), Ok(4));
+    });
+}
+
+/// Bound 2. On a rendezvous channel (no index ever goes back) a receiver
+/// waits for good while this thread receives twice with a timeout: the
+/// second receive may take over the cell the first gave up, while a
+/// blocking send races for that index and the first receive's pass of its
+/// skip (`pass_skips`, which holds the cell while it moves the senders'
+/// count). The message reaches exactly one receiver, and afterwards the
+/// counts still line up: a send and a receive meet.
+#[test]
+fn skip_taken_over_on_rendezvous() {
+    model("skip_taken_over_on_rendezvous", 2, || {
+        let (tx, rx) = bounded(0);
+        let rx2 = rx.clone();
+        let blocked = thread::spawn(move || rx2.recv().unwrap());
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(1).unwrap());
+        let mut got: Vec<i32> = (0..2)
+            .filter_map(|_| rx.recv_timeout(Duration::from_millis(1)).ok())
+            .collect();
+        s.join().unwrap();
+        if got.contains(&1) {
+            // The blocked receiver still waits.
+            tx.send(2).unwrap();
+        }
+        got.push(blocked.join().unwrap());
+        got.sort_unstable();
+        assert_eq!(got, if got.len() == 2 { vec![1, 2] } else { vec![1] });
+        assert_eq!(tx.try_send(5), Err(scalechan::TrySendError::Full(5)));
+        let t = thread::spawn(move || rx.recv().unwrap());
+        tx.send(3).unwrap();
+        assert_eq!(t.join().unwrap(), 3);
+    });
+}
+
+/// Bound 2. The same on the send side of a rendezvous channel: a sender
+/// waits for good while this thread sends twice with a timeout, the
+/// second send possibly taking over the cell the first gave up, and a
+/// receive races for that index. Each message is received exactly when
+/// its send says so.
+#[test]
+fn send_skip_taken_over_on_rendezvous() {
+    model("send_skip_taken_over_on_rendezvous", 2, || {
+        let (tx, rx) = bounded(0);
+        let tx2 = tx.clone();
+        let blocked = thread::spawn(move || tx2.send(1).unwrap());
+        let rx2 = rx.clone();
+        let r = thread::spawn(move || rx2.recv().unwrap());
+        let mut sent: Vec<i32> = [2, 3]
+            .into_iter()
+            .filter(|&v| tx.send_timeout(v, Duration::from_millis(1)).is_ok())
+            .collect();
+        let mut got = vec![r.join().unwrap()];
+        if !got.contains(&1) {
+            got.push(rx.recv().unwrap());
+        }
+        blocked.join().unwrap();
+        sent.push(1);
+        got.sort_unstable();
+        sent.sort_unstable();
+        assert_eq!(got, sent);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        let t = thread::spawn(move || rx.recv().unwrap());
+        tx.send(4).unwrap();
+        assert_eq!(t.join().unwrap(), 4);
+    });
+}
