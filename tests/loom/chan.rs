@@ -726,3 +726,42 @@ fn send_skip_taken_over_on_rendezvous() {
         assert_eq!(t.join().unwrap(), 4);
     });
 }
+
+/// Bound 2. A send racing a close behind two timed receives, the second of
+/// which may take over the first's skip (index 1, a segment's last under
+/// loom, is never handed back): the message is received exactly once if
+/// its send said `Ok`, never otherwise, and `Closed` is final.
+#[test]
+fn skip_taken_over_races_send_and_close() {
+    model("skip_taken_over_races_send_and_close", 2, || {
+        let (tx, rx) = unbounded::<i32>();
+        // Index 1 (a segment's last under loom) is never handed back.
+        tx.send(0).unwrap();
+        assert_eq!(rx.recv(), Ok(0));
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(7).is_ok());
+        let c = thread::spawn(move || {
+            tx.close();
+        });
+        let mut got = 0;
+        for _ in 0..2 {
+            if rx.recv_timeout(Duration::from_millis(1)).is_ok() {
+                got += 1;
+            }
+        }
+        let sent = s.join().unwrap();
+        c.join().unwrap();
+        let first = rx.try_recv();
+        if first.is_ok() {
+            got += 1;
+        }
+        let last = rx.try_recv();
+        if first == Err(TryRecvError::Closed) {
+            assert_eq!(last, Err(TryRecvError::Closed));
+        }
+        if last.is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, sent as usize);
+    });
+}

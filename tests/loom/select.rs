@@ -361,3 +361,36 @@ fn cancelled_recv_case_keeps_closed_final() {
         assert_closed_is_final(first, rx.try_recv(), selected.is_some(), sent);
     });
 }
+
+/// Bound 2. Two rounds of a select loop (a receive with a timeout) on a
+/// rendezvous channel behind a receiver blocked until a send: the second
+/// round may take over the first round's skip (`adopt_skip` through a
+/// registering case), racing the send. The message reaches exactly one
+/// receiver, and the counts still line up afterwards.
+#[test]
+fn select_loop_takes_over_a_skip_on_rendezvous() {
+    model("select_loop_takes_over_a_skip_on_rendezvous", 2, || {
+        let (tx, rx) = bounded::<i32>(0);
+        let rx2 = rx.clone();
+        let blocked = thread::spawn(move || rx2.recv().unwrap());
+        let tx2 = tx.clone();
+        let s = thread::spawn(move || tx2.send(1).unwrap());
+        let mut got = vec![];
+        for _ in 0..2 {
+            select! {
+                recv(rx) -> v => got.push(v.unwrap()),
+                default(Duration::from_millis(1)) => {}
+            }
+        }
+        s.join().unwrap();
+        if got.contains(&1) {
+            tx.send(2).unwrap();
+        }
+        got.push(blocked.join().unwrap());
+        got.sort_unstable();
+        assert_eq!(got, if got.len() == 2 { vec![1, 2] } else { vec![1] });
+        let t = thread::spawn(move || rx.recv().unwrap());
+        tx.send(3).unwrap();
+        assert_eq!(t.join().unwrap(), 3);
+    });
+}
