@@ -975,44 +975,15 @@ impl<T> Channel<T> {
     /// `None`: none found.
     #[cold]
     fn recv_adopting(&self, mode: Mode<'_>, out: *mut T) -> Option<Result<(), RecvStop>> {
-        let deadline = match mode {
+        Some(match mode {
             Mode::Try => return None,
-            Mode::Park(deadline) => deadline,
-            Mode::Register { entry, .. } => {
-                return Some(match self.adopt_skip(Side::Pop, entry)? {
-                    Ok(reg) => Err(RecvStop::Registered(reg)),
-                    Err(fail) => Err(RecvStop::Fail(fail.failed())),
-                });
+            // SAFETY: `out` is writable (our caller's contract).
+            Mode::Park(deadline) => {
+                unsafe { self.park_adopting(Side::Pop, out, deadline) }?.map_err(RecvStop::Fail)
             }
-        };
-        // As in `recv_into`: a small message is written beside the waiter.
-        let mut parked = Parked {
-            waiter: Waiter::new(),
-            slot: MaybeUninit::<T>::uninit(),
-        };
-        let slot = if std::mem::size_of::<T>() <= NEAR_WAITER {
-            parked.slot.as_mut_ptr()
-        } else {
-            out
-        };
-        let entry = Entry {
-            waiter: &parked.waiter,
-            case: 0,
-            slot: slot as *mut (),
-        };
-        let parked = self
-            .adopt_skip(Side::Pop, &entry)?
-            .and_then(|reg| self.wait_registered(reg, &entry, deadline));
-        Some(match parked {
-            Ok(()) => {
-                if slot != out {
-                    // SAFETY: the sender wrote our slot before waking us;
-                    // `out` is writable.
-                    unsafe { ptr::copy_nonoverlapping(slot, out, 1) };
-                }
-                Ok(())
-            }
-            Err(fail) => Err(RecvStop::Fail(fail.failed())),
+            Mode::Register { entry, .. } => Err(self
+                .adopt_skip(Side::Pop, entry)?
+                .map_or_else(|fail| RecvStop::Fail(fail.failed()), RecvStop::Registered)),
         })
     }
 
@@ -1024,26 +995,48 @@ impl<T> Channel<T> {
     /// As [`Channel::send_from`].
     #[cold]
     unsafe fn send_adopting(&self, msg: *mut T, mode: Mode<'_>) -> Option<Result<(), SendStop>> {
-        let deadline = match mode {
+        Some(match mode {
             Mode::Try => return None,
-            Mode::Park(deadline) => deadline,
-            // The value is already in the select's slot (`msg`).
-            Mode::Register { entry, .. } => {
-                return Some(match self.adopt_skip(Side::Push, entry)? {
-                    Ok(reg) => Err(SendStop::Registered(reg)),
-                    Err(fail) => Err(SendStop::Fail(fail.failed())),
-                });
+            // SAFETY: `msg` as our caller's contract says.
+            Mode::Park(deadline) => {
+                unsafe { self.park_adopting(Side::Push, msg, deadline) }?.map_err(SendStop::Fail)
             }
-        };
-        // As in `send_rendezvous`: a small message waits in a copy beside
-        // the waiter; a copy not taken is never read.
+            // The value is already in the select's slot (`msg`).
+            Mode::Register { entry, .. } => Err(self
+                .adopt_skip(Side::Push, entry)?
+                .map_or_else(|fail| SendStop::Fail(fail.failed()), SendStop::Registered)),
+        })
+    }
+
+    /// Parks a waiter of `side` in a cell taken over from one that gave up
+    /// (see `adopt_skip`) until a partner, a close or `deadline` decides
+    /// it. `msg` holds a sender's value, or receives a receiver's. `None`:
+    /// no cell to take over.
+    ///
+    /// As on a new index (`send_rendezvous`, `recv_into`), a small message
+    /// waits beside the waiter, so the partner's read or write and the
+    /// wake-up move one cache line; a large one stays where the caller
+    /// keeps it. A sender's copy not taken is never read.
+    ///
+    /// # Safety
+    /// A sender's `msg` is readable, and the value stays the caller's
+    /// unless the result is `Ok`; a receiver's `msg` is writable.
+    unsafe fn park_adopting(
+        &self,
+        side: Side,
+        msg: *mut T,
+        deadline: Option<Instant>,
+    ) -> Option<Result<(), Fail>> {
+        let sender = matches!(side, Side::Push);
         let mut parked = Parked {
             waiter: Waiter::new(),
             slot: MaybeUninit::<T>::uninit(),
         };
         let slot = if std::mem::size_of::<T>() <= NEAR_WAITER {
-            // SAFETY: `msg` is readable; the slot is ours.
-            unsafe { ptr::copy_nonoverlapping(msg, parked.slot.as_mut_ptr(), 1) };
+            if sender {
+                // SAFETY: `msg` is readable (the contract); the slot is ours.
+                unsafe { ptr::copy_nonoverlapping(msg, parked.slot.as_mut_ptr(), 1) };
+            }
             parked.slot.as_mut_ptr()
         } else {
             msg
@@ -1053,12 +1046,15 @@ impl<T> Channel<T> {
             case: 0,
             slot: slot as *mut (),
         };
-        let parked = self
-            .adopt_skip(Side::Push, &entry)?
+        let done = self
+            .adopt_skip(side, &entry)?
             .and_then(|reg| self.wait_registered(reg, &entry, deadline));
-        // `Ok`: the receiver took the value out of `slot`; otherwise it
-        // was never taken and is still the caller's.
-        Some(parked.map_err(|fail| SendStop::Fail(fail.failed())))
+        if done.is_ok() && !sender && slot != msg {
+            // SAFETY: the sender wrote our slot before waking us; `msg` is
+            // writable (the contract).
+            unsafe { ptr::copy_nonoverlapping(slot, msg, 1) };
+        }
+        Some(done.map_err(ParkFail::failed))
     }
 
     /// Before a blocking receive takes its index: if the cell of the next
