@@ -15,11 +15,13 @@
 //! - **bounded(0)**: a sender parks in its cell (holding its value in its own
 //!   stack frame) until its receiver takes it.
 //!
-//! **Closing** sets bit 63 of `senders` with one `fetch_or`: the count under
-//! it freezes at `closed_at`, every later send sees the bit in the
-//! increment that took its index and fails, receivers take indices below
-//! `closed_at` (every message sent before the close) and report `Closed`
-//! from then on. Just before, the closer sets bit 63 of `receivers` too,
+//! **Closing** sets bit 63 of `senders` with a CAS, having first published
+//! the count under it in `closed_at` (so whoever sees the bit can read the
+//! count at once, never waiting on a closer that was preempted in
+//! between): every later send sees the bit in the increment that took its
+//! index and fails, receivers take indices below `closed_at` (every message
+//! sent before the close) and report `Closed` from then on. Just before,
+//! the closer sets bit 63 of `receivers` too,
 //! which stops receivers that time out from handing their index back (see
 //! `Channel::close`). The closer then wakes the parked threads that can
 //! never be served: receivers at indices `>= closed_at`, parked rendezvous
@@ -44,7 +46,7 @@ use crate::counting::{self, Counting, Moved};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::{take_index, Backoff, CachePadded, SpinLoad};
+use crate::loom::{take_index, Backoff, CachePadded};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
@@ -149,9 +151,12 @@ pub(crate) struct Channel<T> {
     /// Receives started; bit 63: closed (set just before the bit in
     /// `senders`; see `close`).
     receivers: CachePadded<AtomicU64>,
-    /// The send count when the channel closed (`u64::MAX` until then).
-    /// Sends that fail after the close still bump the count in `senders`,
-    /// so the count under the closed bit is not frozen; this is.
+    /// The send count when the channel closed, plus one (0: no close has
+    /// begun). Sends that fail after the close still bump the count in
+    /// `senders`, so the count under the closed bit is not frozen; this is.
+    /// A closer raises it to the count it is about to close at before its
+    /// CAS sets the bit, so the value is final once the bit is set; read it
+    /// only through [`Channel::closed_at`], after seeing the bit.
     closed_at: AtomicU64,
     /// Send indices given up (a receive landing on them skips them) less
     /// those already skipped; keeps `len()` exact. Touched only on the
@@ -284,7 +289,7 @@ impl<T> Channel<T> {
             ptr::addr_of_mut!((*p).kind).write(kind);
             ptr::addr_of_mut!((*p).senders).write(CachePadded::new(AtomicU64::new(0)));
             ptr::addr_of_mut!((*p).receivers).write(CachePadded::new(AtomicU64::new(0)));
-            ptr::addr_of_mut!((*p).closed_at).write(AtomicU64::new(u64::MAX));
+            ptr::addr_of_mut!((*p).closed_at).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_sends).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_recvs).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).duplexes).write(AtomicU64::new(0));
@@ -315,22 +320,16 @@ impl<T> Channel<T> {
     }
 
     /// For a `senders` word with the closed bit: the send count at the close.
-    /// The closer publishes it right after setting the bit; a reader that
-    /// sees the bit first waits the few instructions in between.
+    /// `senders` must have been read with Acquire (or stronger): the
+    /// closer's CAS that set the bit comes after its write of `closed_at`,
+    /// so the value read here is the final one.
     #[inline]
     fn closed_at(&self, senders: u64) -> Option<u64> {
         if senders & CLOSED_BIT == 0 {
             return None;
         }
-        let backoff = Backoff::new();
-        loop {
-            // Acquire: pairs with the closer's Release store.
-            let at = self.closed_at.spin_load(Ordering::Acquire);
-            if at != u64::MAX {
-                return Some(at);
-            }
-            backoff.snooze();
-        }
+        // Relaxed: ordered by the Acquire read of the bit (above).
+        Some(self.closed_at.load(Ordering::Relaxed) - 1)
     }
 
     #[inline]
@@ -354,7 +353,7 @@ impl<T> Channel<T> {
             let r_word = self.receivers.load(Ordering::SeqCst);
             let r = count(r_word);
             let s = self.senders.load(Ordering::SeqCst);
-            let s = count(s).min(self.closed_at.load(Ordering::SeqCst));
+            let s = self.closed_at(s).unwrap_or(count(s));
             let cs = self.skipped_sends.load(Ordering::SeqCst);
             let cr = self.skipped_recvs.load(Ordering::SeqCst);
             // A consistent snapshot: nothing moved while we read.
@@ -763,9 +762,8 @@ impl<T> Channel<T> {
             // (A duplex's send half fails too, so D does not matter.)
             let r = count(self.receivers.load(Ordering::SeqCst));
             // Every message is below `closed_at` (failed sends after the
-            // close still bump S; `u64::MAX` until the closer publishes it,
-            // and S then bounds it). Relaxed: compared, nothing read through.
-            let sent = count(s).min(self.closed_at.load(Ordering::Relaxed));
+            // close still bump S).
+            let sent = self.closed_at(s).unwrap_or(count(s));
             return (sent <= r).then_some(Fail::Closed);
         }
         (count(s) <= r && !self.duplex_waiting(s, r, Ordering::SeqCst)).then_some(Fail::WouldBlock)
@@ -834,9 +832,13 @@ impl<T> Channel<T> {
             // Past the close, no send takes this index: answer before the
             // walk to its cell, which would grow the list for good (a
             // closed channel polled with `recv` grew by a segment every 32
-            // calls; found in review). The mark in R says when to look.
-            // Acquire: pairs with the closer's Release store.
-            if taken & CLOSED_BIT != 0 && r >= self.closed_at.load(Ordering::Acquire) {
+            // calls; found in review). The mark in R says when to look; it
+            // comes before the bit in S, so S has the last word.
+            if taken & CLOSED_BIT != 0
+                && self
+                    .closed_at(self.senders.load(Ordering::Acquire))
+                    .is_some_and(|at| r >= at)
+            {
                 return Err(RecvStop::Fail(Fail::Closed));
             }
             let seg = self.cells.find(Side::Pop, start, r, &guard);
@@ -1083,7 +1085,7 @@ impl<T> Channel<T> {
         // while a read of `senders` per receive pulls that line away from
         // the next send's fetch-and-add (measured, one producer and one
         // consumer on an unbounded channel: 150 ns per message reading
-        // `senders` first, 60 ns without). `closed_at` is written once.
+        // `senders` first, 60 ns without). `closed_at` is written only by a close.
         let Some(seg) = self.cells.peek(start, r, &guard) else {
             // The list does not reach the cell yet (an empty channel at a
             // segment boundary): watch the count instead.
@@ -1095,9 +1097,10 @@ impl<T> Channel<T> {
             return None;
         };
         let state = &seg.cell(r).state;
+        // A close under way is enough to stop waiting (the receive then
+        // looks properly).
         let ready = || {
-            state.load(Ordering::Relaxed) != EMPTY
-                || self.closed_at.load(Ordering::Relaxed) != u64::MAX
+            state.load(Ordering::Relaxed) != EMPTY || self.closed_at.load(Ordering::Relaxed) != 0
         };
         if ready() || spin(ready) {
             return Some(guard);
@@ -1202,7 +1205,8 @@ impl<T> Channel<T> {
         // Dekker with `close`: our entry store, then the closed check; the
         // closer sets the bit, then scans for entries. One sees the other.
         fence(Ordering::SeqCst);
-        let s = self.senders.load(Ordering::Relaxed);
+        // Acquire: for `closed_at`.
+        let s = self.senders.load(Ordering::Acquire);
         let hopeless = self.closed_at(s).is_some_and(|at| sender || index >= at);
         // A registering select cannot be decided by anyone else, so it can
         // always withdraw; a plain waiter may already have been decided.
@@ -1605,13 +1609,32 @@ impl<T> Channel<T> {
         // then reads R reads a final R (see `nothing_to_receive`). Racing
         // closers may both mark it; only one sets the bit in S.
         self.receivers.fetch_or(CLOSED_BIT, Ordering::SeqCst);
-        let prev = self.senders.fetch_or(CLOSED_BIT, Ordering::SeqCst);
-        if prev & CLOSED_BIT != 0 {
-            return false;
-        }
-        let closed_at = count(prev);
-        // Release: pairs with the Acquire in `Channel::closed_at`.
-        self.closed_at.store(closed_at, Ordering::Release);
+        // The count goes to `closed_at` before the bit goes into S, so a
+        // reader that sees the bit never waits for it (with a `fetch_or`
+        // and a store after it, readers spun on a closer preempted in
+        // between; loom `close_behind_timed_receivers` found two of them
+        // starving it). Racing closers both raise `closed_at`: every count
+        // raised to was read before the winning CAS, and counts only grow,
+        // so the maximum is the winner's.
+        let mut s = self.senders.load(Ordering::Relaxed);
+        let closed_at = loop {
+            if s & CLOSED_BIT != 0 {
+                return false;
+            }
+            // Relaxed: the CAS below releases it to whoever reads the bit.
+            self.closed_at.fetch_max(count(s) + 1, Ordering::Relaxed);
+            // A failed CAS means a send took an index meanwhile: retry at
+            // once (a wait would only let more sends in).
+            match self.senders.compare_exchange(
+                s,
+                s | CLOSED_BIT,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break count(s),
+                Err(now) => s = now,
+            }
+        };
         // Dekker with `park_in`: the bit, then the scan for entries.
         fence(Ordering::SeqCst);
         let r = count(self.receivers.load(Ordering::Relaxed));

@@ -765,3 +765,32 @@ fn skip_taken_over_races_send_and_close() {
         assert_eq!(got, sent as usize);
     });
 }
+
+/// Bound 2. A close on its own thread, behind a receiver blocked for good
+/// and two timed receives on this thread: every answer is final (no
+/// `Timeout` after a `Closed`), the blocked receiver is failed, and the
+/// count stays exact. Two receivers that see the closed bit must not wait
+/// on the closer between its two steps: with the count published after
+/// the bit, loom starved the closer while they spun on it (the model ran
+/// past its branch limit).
+#[test]
+fn close_behind_timed_receivers() {
+    model("close_behind_timed_receivers", 2, || {
+        let (tx, rx) = unbounded::<i32>();
+        let rx2 = rx.clone();
+        let blocked = thread::spawn(move || rx2.recv());
+        let c = thread::spawn(move || tx.close());
+        let mut closed = false;
+        for _ in 0..2 {
+            match rx.recv_timeout(Duration::from_millis(1)) {
+                Err(RecvTimeoutError::Closed) => closed = true,
+                Err(RecvTimeoutError::Timeout) => assert!(!closed, "Timeout after Closed"),
+                Ok(v) => panic!("received {v}, never sent"),
+            }
+        }
+        assert!(c.join().unwrap());
+        assert!(blocked.join().unwrap().is_err());
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        assert_eq!(rx.len(), 0);
+    });
+}
