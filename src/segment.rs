@@ -240,6 +240,44 @@ impl<C: SegmentCell> Segment<C> {
         self.refs.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Takes over, for a waiter, the highest cell at an index in
+    /// `from..to` (all in this segment) whose state (`state_of`) is `left`,
+    /// a state its owner left behind when it gave up: writes `word`, the
+    /// waiter's entry, by CAS, so any other claim on the cell (each a CAS
+    /// from `left` too) loses, or wins and we skip the cell. Returns the
+    /// index, with a reference taken for the waiter (`acquire_ref`; the
+    /// caller releases it as any parked waiter's), or `None`. Must be
+    /// called while pinned.
+    pub(crate) fn take_over(
+        &self,
+        from: u64,
+        to: u64,
+        state_of: impl Fn(&C) -> &AtomicUsize,
+        left: usize,
+        word: usize,
+    ) -> Option<u64> {
+        (self.first_index().max(from)..to).rev().find(|&index| {
+            let state = state_of(self.cell(index));
+            if state.load(Ordering::Relaxed) != left {
+                return false;
+            }
+            // Before the CAS: once the entry is in, a partner may serve it
+            // and the waiter drop its reference at once.
+            self.acquire_ref();
+            // Release publishes the entry (and a sender's value), as on a
+            // new cell.
+            if state
+                .compare_exchange(left, word, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return true;
+            }
+            // SAFETY: the reference taken just above, not handed to anyone.
+            unsafe { Self::release_ref(self) };
+            false
+        })
+    }
+
     /// Drops a reference; the last one frees the segment.
     ///
     /// # Safety

@@ -1276,31 +1276,11 @@ impl<T> Channel<T> {
         }
         let seg = self.cells.peek(start, count(top) - 1, &guard)?;
         let word = cell::entry_word(entry, sender);
-        let index = (seg.first_index().max(from)..count(top))
-            .rev()
-            .find(|&index| {
-                let state = &seg.cell(index).state;
-                if state.load(Ordering::Relaxed) != skip {
-                    return false;
-                }
-                seg.acquire_ref();
-                // Release publishes the entry (and a sender's value), as on an
-                // empty cell.
-                if state
-                    .compare_exchange(skip, word, Ordering::Release, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    skipped.fetch_sub(1, Ordering::Relaxed);
-                    return true;
-                }
-                // SAFETY: the reference taken just above.
-                unsafe { Segment::release_ref(seg) };
-                false
-            });
-        let Some(index) = index else {
+        let Some(index) = seg.take_over(from, count(top), |cell| &cell.state, skip, word) else {
             hint.store(false, Ordering::Relaxed);
             return None;
         };
+        skipped.fetch_sub(1, Ordering::Relaxed);
         drop(guard);
         // SAFETY: our entry is in the cell, with the reference taken above.
         Some(unsafe { self.registered(seg, &seg.cell(index).state, entry, sender, index, true) })

@@ -355,25 +355,9 @@ impl Semaphore {
             return None;
         }
         let seg = cells.peek(start, top - 1, guard)?;
-        let reused = (seg.first_index().max(served)..top)
-            .rev()
-            .find_map(|index| {
-                let cell = &seg.cell(index).state;
-                if cell.load(Ordering::Relaxed) != WITHDRAWN {
-                    return None;
-                }
-                seg.acquire_ref();
-                // Release publishes the entry, as on a new cell.
-                if cell
-                    .compare_exchange(WITHDRAWN, word, Ordering::Release, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    return Some((seg, index));
-                }
-                // SAFETY: the reference taken just above.
-                unsafe { Segment::release_ref(seg) };
-                None
-            });
+        let reused = seg
+            .take_over(served, top, |cell| &cell.state, WITHDRAWN, word)
+            .map(|index| (seg, index));
         if reused.is_none() {
             self.maybe_withdrawn.store(false, Ordering::Relaxed);
         }
