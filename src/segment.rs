@@ -272,7 +272,9 @@ impl<C: SegmentCell> Segment<C> {
             {
                 return true;
             }
-            // SAFETY: the reference taken just above, not handed to anyone.
+            // SAFETY: the reference taken just above, handed to no one; it
+            // is not the last (our caller's pin keeps the list's), so `self`
+            // stays valid for the rest of the scan.
             unsafe { Self::release_ref(self) };
             false
         })
