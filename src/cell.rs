@@ -165,7 +165,9 @@ pub(crate) fn claim_waiter<'a>(
     // `withdraw`) and the entry is alive until we release the cell.
     let (waiter, case, slot) = unsafe { (&*(*entry).waiter, (*entry).case, (*entry).slot) };
     let closed = by == Claimer::Closer;
-    if waiter.try_decide(decision(case, closed)) {
+    // A closer does not wait for a registering select: the select sees the
+    // close when it looks at its cells again.
+    if waiter.try_decide(decision(case, closed), !closed) {
         Claim::Won {
             waiter,
             slot,

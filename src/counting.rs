@@ -260,7 +260,8 @@ impl Counting {
             let entry = unsafe { &*entry };
             // SAFETY: as above, the waiter outlives its entry.
             let waiter: &'a Waiter = unsafe { &*entry.waiter };
-            if waiter.try_decide(decision(entry.case, false)) {
+            // (Under the lock: no waiting for a registering select.)
+            if waiter.try_decide(decision(entry.case, false), false) {
                 return Some(Moved::Handed {
                     waiter,
                     slot: entry.slot,

@@ -335,6 +335,9 @@ fn register_all(
     order: &[usize],
     waiter: &Waiter,
 ) -> Option<usize> {
+    // Partners this thread meets registering may wait for our registration
+    // to end only if they rank above us (see `waiter`).
+    let _registering = waiter.registering_here();
     let mut again = false;
     loop {
         for &index in order {

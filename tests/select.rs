@@ -557,7 +557,7 @@ fn parked_select_takes_whichever_comes() {
         let (t1, r1) = unbounded::<()>();
         let (t2, r2) = unbounded::<()>();
         let go = Barrier::new(2);
-        let alone = (round >= N).then_some(round - N);
+        let alone = round.checked_sub(N);
         let selected = Barrier::new(if alone.is_some() { 2 } else { 1 });
         let i = thread::scope(|s| {
             for (me, tx) in [(0, &t1), (1, &t2)] {
@@ -637,6 +637,91 @@ fn select_stress_rendezvous_both_sides() {
         });
     });
     assert!(received.iter().all(|c| c.load(Ordering::Relaxed) == 1));
+}
+
+/// Go's `select_sync_contended` shape with accounting: selects sending on
+/// three channels (two rendezvous, one `bounded(1)`) plus a `done` receive,
+/// against selects receiving on the three. Both sides register at once all
+/// the time, so partners keep meeting selects still registering (and wait
+/// for them, or skip them). Every message a send reported is received
+/// exactly once, nothing else is, and the senders stop when `done` closes.
+#[test]
+fn selects_meet_selects_on_shared_channels() {
+    const SENDERS: usize = 4;
+    const RECEIVERS: usize = 4;
+    const PER_RECEIVER: usize = 2_000;
+    const TOTAL: usize = RECEIVERS * PER_RECEIVER;
+    let (txs, rxs): (Vec<_>, Vec<_>) = [0, 0, 1].into_iter().map(bounded::<(usize, usize)>).unzip();
+    let (done_tx, done_rx) = bounded::<()>(0);
+    // received[id][seq]: how often message `seq` of sender `id` arrived (a
+    // sender can send at most every message plus the one left buffered).
+    let received: Vec<Vec<AtomicUsize>> = (0..SENDERS)
+        .map(|_| (0..=TOTAL).map(|_| AtomicUsize::new(0)).collect())
+        .collect();
+    let count = |(id, seq): (usize, usize)| {
+        assert_eq!(
+            received[id][seq].fetch_add(1, Ordering::Relaxed),
+            0,
+            "({id}, {seq}) twice"
+        );
+    };
+    let sent: Vec<usize> = thread::scope(|s| {
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|id| {
+                let (txs, done_rx) = (&txs, &done_rx);
+                s.spawn(move || {
+                    let mut seq = 0;
+                    loop {
+                        let ok = select! {
+                            send(txs[0], (id, seq)) -> r => r.is_ok(),
+                            send(txs[1], (id, seq)) -> r => r.is_ok(),
+                            send(txs[2], (id, seq)) -> r => r.is_ok(),
+                            recv(done_rx) -> _ => false,
+                        };
+                        if !ok {
+                            return seq;
+                        }
+                        seq += 1;
+                    }
+                })
+            })
+            .collect();
+        let receivers: Vec<_> = (0..RECEIVERS)
+            .map(|_| {
+                let (rxs, count) = (&rxs, &count);
+                s.spawn(move || {
+                    for _ in 0..PER_RECEIVER {
+                        count(select! {
+                            recv(rxs[0]) -> m => m.unwrap(),
+                            recv(rxs[1]) -> m => m.unwrap(),
+                            recv(rxs[2]) -> m => m.unwrap(),
+                        });
+                    }
+                })
+            })
+            .collect();
+        for r in receivers {
+            r.join().unwrap();
+        }
+        // Stop the senders (a select sees `done` closed, or sends into the
+        // bounded channel while it has room), then take what they left.
+        drop(done_tx);
+        let sent = senders.into_iter().map(|h| h.join().unwrap()).collect();
+        while let Ok(msg) = rxs[2].try_recv() {
+            count(msg);
+        }
+        sent
+    });
+    for (id, &n) in sent.iter().enumerate() {
+        for (seq, times) in received[id].iter().enumerate() {
+            let expected = usize::from(seq < n);
+            assert_eq!(
+                times.load(Ordering::Relaxed),
+                expected,
+                "({id}, {seq}) of {n}"
+            );
+        }
+    }
 }
 
 // ------------------------------------------- zero-sized messages (Go's struct{})

@@ -137,6 +137,31 @@ fn select_vs_select_rendezvous() {
     });
 }
 
+/// Bound 2. Go's `select_sync_contended` shape, shrunk: a select sending
+/// on two rendezvous channels against a select receiving on both. They
+/// register at the same time and each meets the other registering; the
+/// one with the lower waiter address waits for the other's registration
+/// to end and then decides it, the other marks it `LOST` and skips. One
+/// value moves, on one channel, and neither select is left parked.
+#[test]
+fn selects_registering_at_once_meet() {
+    model("selects_registering_at_once_meet", 3, || {
+        let (tx1, rx1) = bounded::<i32>(0);
+        let (tx2, rx2) = bounded::<i32>(0);
+        let s = thread::spawn(move || {
+            select! {
+                send(tx1, 1) -> res => { res.unwrap(); 1 },
+                send(tx2, 2) -> res => { res.unwrap(); 2 },
+            }
+        });
+        let got = select! {
+            recv(rx1) -> m => m.unwrap(),
+            recv(rx2) -> m => m.unwrap(),
+        };
+        assert_eq!(got, s.join().unwrap());
+    });
+}
+
 /// Bound 3. Two selects, each with a send and a receive case on one
 /// rendezvous channel (crossbeam's `matching`): they pair with each other
 /// and never with themselves. Exercises duplex entries.
