@@ -179,7 +179,8 @@ impl Waiter {
     }
 
     /// [`Waiter::try_decide`] once the waiter was found in state `current`,
-    /// not `WAITING`. Out of line: only selects get here.
+    /// not `WAITING`: a select registering, or a waiter already decided or
+    /// gone. Out of line, off the hand-off path.
     #[cold]
     #[inline(never)]
     fn try_decide_from(&self, mut current: usize, decision: usize, patient: bool) -> bool {
@@ -187,7 +188,10 @@ impl Waiter {
         loop {
             let next = match current {
                 WAITING => decision,
-                REGISTERING | REGISTERING_LOST if patient && !waited && self.outranks_me() => {
+                // Not once it is marked LOST: its owner must then re-check
+                // its cells, the one we hold among them, before it can
+                // finish registering, so waiting only delays it.
+                REGISTERING if patient && !waited && self.outranks_me() => {
                     waited = true;
                     current = self.await_registration();
                     continue;
@@ -231,21 +235,24 @@ impl Waiter {
     }
 
     /// Marks the current thread as registering this (select's) waiter
-    /// until the returned guard drops.
+    /// until the returned guard drops. Should a select ever register inside
+    /// another's registration (no code path does today), the thread keeps
+    /// the higher rank, so it waits only for waiters above both.
     pub(crate) fn registering_here(&self) -> RegisteringHere {
         RegisteringHere {
-            before: MY_RANK.with(|rank| rank.replace(self.rank())),
+            before: MY_RANK.with(|rank| rank.replace(rank.get().max(self.rank()))),
         }
     }
 
-    /// Waits a moment for a registering select to finish registering;
-    /// returns the state it read last. Relaxed: the caller acts on it only
-    /// through its CAS, whose Acquire pairs with `finish_registration`.
-    /// Only a delay the protocol does not depend on, so loom reads once.
+    /// Waits a moment for a registering select to finish registering (or
+    /// be marked LOST by another partner); returns the state it read last.
+    /// Relaxed: the caller acts on it only through its CAS, whose Acquire
+    /// pairs with `finish_registration`. Only a delay the protocol does not
+    /// depend on, so loom reads once.
     #[cold]
     fn await_registration(&self) -> usize {
         if !cfg!(loom) {
-            spin(|| !self.is_registering());
+            spin(|| self.state.load(Ordering::Relaxed) != REGISTERING);
         }
         self.state.load(Ordering::Relaxed)
     }
@@ -530,6 +537,65 @@ pub(crate) fn yield_until(deadline: Option<Instant>, done: impl Fn() -> bool) ->
                 return false;
             }
             before = now;
+        }
+    }
+}
+
+// (Not under loom: these use no model.)
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The rank rule that keeps registering selects from waiting for each
+    /// other: a thread not registering may wait for any select; one
+    /// registering waits only for selects of higher rank, never for its
+    /// own; the rank is the thread's again once the guard drops, and a
+    /// nested registration keeps the higher one.
+    #[test]
+    fn only_a_lower_rank_waits() {
+        let (a, b) = (Waiter::registering(), Waiter::registering());
+        let (low, high) = if a.rank() < b.rank() {
+            (&a, &b)
+        } else {
+            (&b, &a)
+        };
+        assert!(low.outranks_me() && high.outranks_me());
+        {
+            let _guard = low.registering_here();
+            assert!(high.outranks_me());
+            assert!(!low.outranks_me(), "a select waits for itself");
+            {
+                let _inner = high.registering_here();
+                assert!(!low.outranks_me() && !high.outranks_me());
+            }
+            assert!(high.outranks_me());
+        }
+        {
+            let _guard = high.registering_here();
+            assert!(!low.outranks_me(), "two selects could wait for each other");
+        }
+        assert!(low.outranks_me() && high.outranks_me());
+    }
+
+    /// A partner that meets a select still registering, patient or not,
+    /// cannot decide it: it marks it LOST, and the select's move to
+    /// WAITING then fails once. A waiter that finished registering is
+    /// decided; one already decided is not decided again.
+    #[test]
+    fn a_registering_select_is_marked_lost_not_decided() {
+        for patient in [false, true] {
+            let w = Waiter::registering();
+            assert!(!w.try_decide(decision(0, false), patient));
+            assert!(
+                !w.try_decide(decision(1, false), patient),
+                "LOST is not WAITING"
+            );
+            assert!(!w.finish_registration(), "the LOST mark was dropped");
+            assert!(w.finish_registration());
+            assert!(w.try_decide(decision(1, false), patient));
+            assert!(!w.try_decide(decision(0, false), patient));
+            w.wake();
+            assert_eq!(w.wait(None), Outcome::Selected(1));
         }
     }
 }

@@ -137,12 +137,16 @@ fn select_vs_select_rendezvous() {
     });
 }
 
-/// Bound 2. Go's `select_sync_contended` shape, shrunk: a select sending
+/// Bound 3. Go's `select_sync_contended` shape, shrunk: a select sending
 /// on two rendezvous channels against a select receiving on both. They
 /// register at the same time and each meets the other registering; the
-/// one with the lower waiter address waits for the other's registration
-/// to end and then decides it, the other marks it `LOST` and skips. One
-/// value moves, on one channel, and neither select is left parked.
+/// one of lower rank (under loom, the waiter created first) may wait for
+/// the other's registration to end and then decide it, the other marks it
+/// `LOST` and skips. One value moves, on one channel, and neither select is
+/// left parked. Loom reads the waited-for state once instead of spinning,
+/// so this checks the decisions after a wait, not the wait's length (an
+/// unbounded wait runs past loom's branch limit here); the rank rule
+/// itself is checked by `waiter`'s unit tests.
 #[test]
 fn selects_registering_at_once_meet() {
     model("selects_registering_at_once_meet", 3, || {
