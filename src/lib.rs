@@ -40,6 +40,7 @@
 mod atomic128;
 mod cell;
 mod channel;
+mod coarse_clock;
 mod counting;
 mod epoch;
 mod error;

@@ -18,6 +18,7 @@
 //! clock); the tests in `tests/timers.rs` do.
 
 use crate::cell::Registration;
+use crate::coarse_clock::Anchor;
 use crate::waiter::{close_listed, Entry};
 use crate::Fail;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,15 +28,19 @@ use std::time::{Duration, Instant};
 /// What a timer delivers, and when.
 #[derive(Debug)]
 enum Schedule {
-    /// Once, at `at` (`None`: a delay too long for `Instant`, so never).
+    /// Once, at `at` (`None`: a delay too long for `Instant`, so never),
+    /// which is `delay` after the coarse clock's `anchor`.
     After {
         at: Option<Instant>,
+        delay: Duration,
+        anchor: Anchor,
         fired: AtomicBool,
     },
     /// At `start + k * period` for k >= 1; `next` is the next undelivered
-    /// grid point, as nanoseconds after `start`.
+    /// grid point, as nanoseconds after `start` (and after `anchor`).
     Tick {
         start: Instant,
+        anchor: Anchor,
         period: u64,
         next: AtomicU64,
     },
@@ -61,8 +66,12 @@ unsafe impl Sync for Timer {}
 
 impl Timer {
     pub(crate) fn after(delay: Duration) -> Self {
+        // (The anchor first: see `coarse_clock`.)
+        let anchor = Anchor::now();
         Timer::new(Schedule::After {
             at: Instant::now().checked_add(delay),
+            delay,
+            anchor,
             fired: AtomicBool::new(false),
         })
     }
@@ -74,8 +83,10 @@ impl Timer {
         );
         // Periods beyond 584 years tick never in practice; saturate.
         let period = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        let anchor = Anchor::now();
         Timer::new(Schedule::Tick {
             start: Instant::now(),
+            anchor,
             period,
             next: AtomicU64::new(period),
         })
@@ -109,7 +120,7 @@ impl Timer {
         }
         match &self.schedule {
             // Relaxed: a stale `false` only makes a receiver look once more.
-            Schedule::After { at, fired } if !fired.load(Ordering::Relaxed) => *at,
+            Schedule::After { at, fired, .. } if !fired.load(Ordering::Relaxed) => *at,
             Schedule::After { .. } | Schedule::Never => None,
             Schedule::Tick { start, next, .. } => {
                 start.checked_add(Duration::from_nanos(next.load(Ordering::Relaxed)))
@@ -118,7 +129,8 @@ impl Timer {
     }
 
     /// Takes the pending delivery, if one is due. No read-modify-write when
-    /// none is.
+    /// none is, and no exact clock read while the coarse clock proves the
+    /// delivery time ahead (a select loop asks on every pass).
     pub(crate) fn try_recv(&self) -> Result<Instant, Fail> {
         if self.is_closed() {
             return Err(Fail::Closed);
@@ -126,9 +138,14 @@ impl Timer {
         match &self.schedule {
             Schedule::After {
                 at: Some(at),
+                delay,
+                anchor,
                 fired,
             } => {
-                if fired.load(Ordering::Relaxed) || Instant::now() < *at {
+                if fired.load(Ordering::Relaxed)
+                    || anchor.surely_before(*delay)
+                    || Instant::now() < *at
+                {
                     return Err(Fail::WouldBlock);
                 }
                 // Relaxed: the flag carries no other data; the CAS makes
@@ -141,11 +158,15 @@ impl Timer {
             Schedule::After { at: None, .. } | Schedule::Never => Err(Fail::WouldBlock),
             Schedule::Tick {
                 start,
+                anchor,
                 period,
                 next,
             } => {
-                let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 let mut due = next.load(Ordering::Relaxed);
+                if anchor.surely_before_ns(due) {
+                    return Err(Fail::WouldBlock);
+                }
+                let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 loop {
                     if elapsed < due {
                         return Err(Fail::WouldBlock);
