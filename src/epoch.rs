@@ -80,7 +80,14 @@ impl Local {
         self.depth.set(depth + 1);
         if depth == 0 {
             let epoch = global().epoch.load(Ordering::Relaxed);
-            self.state.store((epoch << 1) | 1, Ordering::Relaxed);
+            // Release: a collector that reads this announcement (Relaxed,
+            // then its Acquire fence) and so advances past our previous pin
+            // must see our previous critical sections as done. The Release
+            // of `unpin` alone does not carry over: a plain store ends the
+            // release sequence it headed (C++20), so a collector that read
+            // this value, not the 0 before it, would synchronize with
+            // nothing. (Free on x86-64: a store is a store.)
+            self.state.store((epoch << 1) | 1, Ordering::Release);
             // Orders the announcement before every pointer load of the
             // critical section; pairs with the fence in `try_advance`.
             // (A SeqCst swap instead of store + fence measured the same on
@@ -359,14 +366,20 @@ fn try_advance(global: &Global) {
     {
         let locals = global.locals.lock().unwrap();
         for local in locals.iter() {
-            let state = local.state.load(Ordering::Relaxed);
+            // (Acquire under TSan, which ignores the Acquire fence below.)
+            let state = local.state.load(if cfg!(scalechan_tsan) {
+                Ordering::Acquire
+            } else {
+                Ordering::Relaxed
+            });
             if state & 1 == 1 && state >> 1 != epoch {
                 return;
             }
         }
     }
-    // Acquire: the critical sections of participants seen unpinned (their
-    // Release store) happen before anything freed after this advance.
+    // Acquire: the critical sections of participants seen unpinned, or
+    // pinned again at this epoch (both Release stores), happen before
+    // anything freed after this advance.
     fence(Ordering::Acquire);
     let _ = global.epoch.compare_exchange(
         epoch,
