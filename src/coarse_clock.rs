@@ -7,18 +7,29 @@
 //! 4 ns for `CLOCK_MONOTONIC_COARSE`, which returns the same clock as of
 //! its last tick. So a timer also notes the coarse clock when it reads
 //! `Instant::now()` at its start, and a try first asks whether the coarse
-//! clock proves the deadline still ahead; only a deadline within the
-//! margin below (a few milliseconds) needs the exact read.
+//! clock shows the deadline still far ahead; only a deadline within the
+//! margin below (about 100 ms) needs the exact read.
 //!
-//! The proof. Let `F` be `CLOCK_MONOTONIC` (what `Instant` reads on Linux,
-//! as std documents) and `C` the coarse clock, which is `F` as of the last
-//! tick: `F - res_lag <= C <= F` at every moment, with `res_lag` at most a
-//! tick period. A timer reads `c0 = C` and then `f0 = F`, so
-//! `f0 >= c0`. A later coarse read `c1` taken at a moment where `F = f1`
-//! gives `f1 <= c1 + res_lag`, hence
-//! `f1 - f0 <= (c1 - c0) + res_lag`. With `MARGIN >= res_lag`, a reading
-//! `c1 - c0 + MARGIN < d` proves `f1 < f0 + d`: not due. The margin is two
-//! tick periods (`clock_getres` of the coarse clock) plus a millisecond.
+//! The argument. Let `F` be `CLOCK_MONOTONIC` (what `Instant` reads on
+//! Linux, as std documents today) and `C` the coarse clock, which is `F` as
+//! of the timekeeper's last update: `F - lag <= C <= F`. A timer reads
+//! `c0 = C` and then `f0 = F`, so `f0 >= c0`. A later coarse read `c1`,
+//! taken when `F = f1`, gives `f1 <= c1 + lag`, hence
+//! `f1 - f0 <= (c1 - c0) + lag`. With `MARGIN >= lag`, a reading
+//! `c1 - c0 + MARGIN < d` shows `f1 < f0 + d`: not due.
+//!
+//! `lag` is one tick while the CPU that keeps time runs its tick, but
+//! nothing bounds it absolutely: a timekeeping CPU stalled by its
+//! hypervisor stops the coarse clock while the exact one (the cycle
+//! counter) runs on (Linux hands the duty over after 5 stalled ticks; older
+//! kernels never do). So the margin is wide, 100 ms plus eight ticks
+//! (`clock_getres` of the coarse clock), and the test is only taken where
+//! being late by a stall beyond it is harmless: a try (`Receiver::try_recv`,
+//! a select's try pass; a select parked until the timer's exact time that
+//! finds it not yet due parks again, so it is late by the stall, not
+//! wrong). A blocking `recv` on a timer compares with `Instant::now()`
+//! only. (Were std's `Instant` to move to `CLOCK_BOOTTIME`, a try after a
+//! suspend would see the timer late by the suspend, as a Go timer is.)
 //!
 //! Elsewhere (other systems, Miri, loom) there is no coarse clock and every
 //! test falls through to `Instant::now()`.
@@ -96,14 +107,14 @@ mod imp {
         read(libc::CLOCK_MONOTONIC_COARSE, libc::clock_gettime)
     }
 
-    /// Two tick periods and a millisecond (see the module docs); `u64::MAX`
-    /// (no proof ever) if the resolution cannot be read.
+    /// 100 ms and eight tick periods (see the module docs); `u64::MAX`
+    /// (never shown ahead) if the resolution cannot be read.
     #[inline]
     pub(super) fn margin() -> u64 {
         static MARGIN: OnceLock<u64> = OnceLock::new();
         *MARGIN.get_or_init(|| {
             read(libc::CLOCK_MONOTONIC_COARSE, libc::clock_getres)
-                .and_then(|res| res.checked_mul(2)?.checked_add(1_000_000))
+                .and_then(|res| res.checked_mul(8)?.checked_add(100_000_000))
                 .unwrap_or(u64::MAX)
         })
     }
@@ -129,26 +140,28 @@ mod tests {
     use std::time::{Duration, Instant};
 
     #[test]
-    fn far_deadlines_are_proven_near_ones_are_not() {
+    fn far_deadlines_are_shown_ahead_near_ones_are_not() {
         let anchor = Anchor::now();
         let start = Instant::now();
-        // Nothing within the margin is ever proven ahead.
+        // Nothing within the margin is ever shown ahead.
         assert!(!anchor.surely_before(Duration::ZERO));
-        assert!(!anchor.surely_before(Duration::from_micros(10)));
-        if cfg!(target_os = "linux") {
+        assert!(!anchor.surely_before(Duration::from_millis(10)));
+        // Where the coarse clock can be read (not everywhere: sandboxes),
+        // an hour is shown ahead.
+        if super::imp::coarse_nanos().is_some() && super::imp::margin() < u64::MAX {
             assert!(anchor.surely_before(Duration::from_secs(3600)));
             assert!(anchor.surely_before_ns(3_600_000_000_000));
         }
-        // Whatever it says, a proof is never wrong.
-        // (Elapsed is read first: a proof at a later moment implies it.)
-        let d = Duration::from_millis(30);
+        // Whatever it says, it is never wrong. (Elapsed is read first: an
+        // answer at a later moment implies it.)
+        let d = Duration::from_millis(150);
         loop {
             let elapsed = start.elapsed();
             if elapsed >= 2 * d {
                 break;
             }
-            let proven = anchor.surely_before(d);
-            assert!(!proven || elapsed < d, "proved {d:?} ahead at {elapsed:?}");
+            let ahead = anchor.surely_before(d);
+            assert!(!ahead || elapsed < d, "{d:?} shown ahead at {elapsed:?}");
         }
         assert!(!anchor.surely_before(d));
     }

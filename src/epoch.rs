@@ -366,7 +366,10 @@ fn try_advance(global: &Global) {
     {
         let locals = global.locals.lock().unwrap();
         for local in locals.iter() {
-            // (Acquire under TSan, which ignores the Acquire fence below.)
+            // (Acquire under `--cfg scalechan_tsan`: ThreadSanitizer does
+            // not model fences, and without the Acquire fence below it
+            // sees no order between a critical section and the frees after
+            // it. Same semantics, spelt the way TSan tracks.)
             let state = local.state.load(if cfg!(scalechan_tsan) {
                 Ordering::Acquire
             } else {

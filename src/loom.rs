@@ -13,12 +13,7 @@
 pub(crate) mod sync {
     pub(crate) mod atomic {
         #[cfg(not(loom))]
-        pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
-
-        #[cfg(all(not(loom), scalechan_tsan))]
-        pub(crate) use super::super::tsan::fence;
-        #[cfg(all(not(loom), not(scalechan_tsan)))]
-        pub(crate) use std::sync::atomic::fence;
+        pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
 
         #[cfg(loom)]
         pub(crate) use super::super::loom_atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize};
@@ -33,30 +28,6 @@ pub(crate) mod sync {
 
     #[cfg(loom)]
     pub(crate) use loom::sync::{Arc, Mutex};
-}
-
-/// ThreadSanitizer does not model fences, so every fence-based pairing
-/// (the epoch's pin and collector, close against waiters) would show as a
-/// race. Under `--cfg scalechan_tsan` (with `-Zsanitizer=thread`; the
-/// README has the command) a fence is a read-modify-write of one
-/// process-wide word in the same ordering: any two fences are then ordered
-/// and synchronize, as SeqCst fences order each other, in a form TSan
-/// tracks. Acquire fences that pair with a Release store elsewhere cannot be
-/// emulated this way; the loads before them become Acquire in that mode.
-#[cfg(all(not(loom), scalechan_tsan))]
-mod tsan {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    static WORD: AtomicUsize = AtomicUsize::new(0);
-
-    #[inline]
-    pub(crate) fn fence(order: Ordering) {
-        let order = match order {
-            Ordering::Acquire | Ordering::Release => Ordering::AcqRel,
-            other => other,
-        };
-        WORD.fetch_add(0, order);
-    }
 }
 
 pub(crate) mod cell {

@@ -1367,9 +1367,16 @@ impl<T> Channel<T> {
             // Held while the counter moves, so that a waiter cannot take
             // the cell over (`adopt_skip`) from under a passed index; an
             // operation that wins the index waits for the hold to end.
+            // Acquire: the skip may have been left by a partner that read
+            // a waiter's entry before it gave up the cell (Release), and
+            // that waiter, spinning on CLAIMED, may read our store below
+            // instead: our Release must carry the partner's reads with it,
+            // or the waiter could return and free the entry while they are
+            // unordered (our plain store ends the partner's release
+            // sequence). Found in review.
             |cell| {
                 cell.state
-                    .compare_exchange(skip, CLAIMED, Ordering::Relaxed, Ordering::Relaxed)
+                    .compare_exchange(skip, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             },
             |cell, moved| {

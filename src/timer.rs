@@ -129,9 +129,16 @@ impl Timer {
     }
 
     /// Takes the pending delivery, if one is due. No read-modify-write when
-    /// none is, and no exact clock read while the coarse clock proves the
-    /// delivery time ahead (a select loop asks on every pass).
+    /// none is, and no exact clock read while the coarse clock shows the
+    /// delivery time far ahead (a select loop asks on every pass).
     pub(crate) fn try_recv(&self) -> Result<Instant, Fail> {
+        self.take_due(true)
+    }
+
+    /// [`try_recv`](Self::try_recv); `coarse`: whether the coarse clock
+    /// may answer "not due" (see `coarse_clock`: not for a blocking
+    /// receive, which would spin through a stalled coarse clock).
+    fn take_due(&self, coarse: bool) -> Result<Instant, Fail> {
         if self.is_closed() {
             return Err(Fail::Closed);
         }
@@ -143,7 +150,7 @@ impl Timer {
                 fired,
             } => {
                 if fired.load(Ordering::Relaxed)
-                    || anchor.surely_before(*delay)
+                    || (coarse && anchor.surely_before(*delay))
                     || Instant::now() < *at
                 {
                     return Err(Fail::WouldBlock);
@@ -163,7 +170,7 @@ impl Timer {
                 next,
             } => {
                 let mut due = next.load(Ordering::Relaxed);
-                if anchor.surely_before_ns(due) {
+                if coarse && anchor.surely_before_ns(due) {
                     return Err(Fail::WouldBlock);
                 }
                 let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -191,7 +198,7 @@ impl Timer {
     /// Blocks until a delivery, the close, or `deadline`.
     pub(crate) fn recv(&self, deadline: Option<Instant>) -> Result<Instant, Fail> {
         loop {
-            match self.try_recv() {
+            match self.take_due(false) {
                 Err(Fail::WouldBlock) => {}
                 done => return done,
             }
