@@ -476,6 +476,63 @@ mod loom_models {
         flag.store(true, Ordering::Release);
     }
 
+    /// The object of [`reads_before_a_repin_happen_before_the_free`]: a
+    /// value the reader reads and the free overwrites, in a loom cell, so
+    /// that loom reports the two unordered.
+    struct Watched {
+        value: loom::cell::UnsafeCell<u64>,
+    }
+
+    unsafe fn overwrite_and_free(p: *mut ()) {
+        // SAFETY: `p` is the leaked `Box<Watched>` made in the model, freed
+        // once, here.
+        let watched = unsafe { Box::from_raw(p as *mut Watched) };
+        // SAFETY: the grace period is over: no reader may still read it
+        // (which loom checks: a read not ordered before this write fails).
+        watched.value.with_mut(|v| unsafe { *v = 0 });
+    }
+
+    /// Bound 3. A reader reads the object in one pin, unpins and pins
+    /// again, and stays pinned while the other thread unlinks the object,
+    /// retires it and collects until it is freed. Each advance may read
+    /// the reader's second pin, not its unpin, so that pin's announcement
+    /// must carry the first pin's read to the free: announced with a
+    /// Relaxed store (which ends the unpin's release sequence), loom finds
+    /// the read and the free unordered.
+    #[test]
+    fn reads_before_a_repin_happen_before_the_free() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.check(|| {
+            let watched = Box::into_raw(Box::new(Watched {
+                value: loom::cell::UnsafeCell::new(7),
+            }));
+            let shared = std::sync::Arc::new(loom::sync::atomic::AtomicPtr::new(watched));
+            let reader_view = shared.clone();
+            let reader = loom::thread::spawn(move || {
+                {
+                    let _guard = pin();
+                    let p = reader_view.load(Ordering::Acquire);
+                    if !p.is_null() {
+                        // SAFETY: loaded while pinned, so not yet freed.
+                        let v = unsafe { &*p }.value.with(|v| unsafe { *v });
+                        assert_eq!(v, 7);
+                    }
+                }
+                let _guard = pin();
+                loom::thread::yield_now();
+            });
+            shared.store(ptr::null_mut(), Ordering::Release);
+            // SAFETY: unlinked above; `overwrite_and_free` frees it once.
+            retire(unsafe { Deferred::new(watched as *mut (), overwrite_and_free) });
+            for _ in 0..3 {
+                collect();
+            }
+            reader.join().unwrap();
+            collect();
+        });
+    }
+
     /// Bound 3. A reader pinned before the unlink never sees the object
     /// freed, while another thread retires a second object and collects
     /// (the retire-versus-collect race: a tag newer than the collector's
