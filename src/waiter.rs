@@ -118,6 +118,19 @@ pub(crate) struct Waiter {
     /// Creation order is fixed by the schedule.
     #[cfg(loom)]
     rank: usize,
+    /// Under loom, the waiter's memory as loom sees it: every partner or
+    /// closer reads it (`touch`) before it lets the owner go, and the
+    /// owner's drop writes it, so loom reports any access by another
+    /// thread that is not ordered before the owner's frame is reused.
+    #[cfg(loom)]
+    alive: crate::loom::cell::UnsafeCell<()>,
+}
+
+#[cfg(loom)]
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        self.alive.with_mut(|_| ());
+    }
 }
 
 /// Why a blocked operation woke up.
@@ -155,7 +168,17 @@ impl Waiter {
                     std::sync::atomic::AtomicUsize::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             },
+            #[cfg(loom)]
+            alive: crate::loom::cell::UnsafeCell::new(()),
         }
+    }
+
+    /// A partner's or closer's access to this waiter, as loom sees it (see
+    /// `alive`). Nothing outside loom.
+    #[inline(always)]
+    fn touch(&self) {
+        #[cfg(loom)]
+        self.alive.with(|_| ());
     }
 
     /// Decides the waiter for a partner or a closer ([`decision`]). On
@@ -167,6 +190,7 @@ impl Waiter {
     /// and callers holding a lock are not patient.
     #[inline]
     pub(crate) fn try_decide(&self, decision: usize, patient: bool) -> bool {
+        self.touch();
         // Acquire: the owner's writes to its slots (a sent value) are
         // visible; the outcome itself is published through `done`.
         match self
@@ -314,6 +338,7 @@ impl Waiter {
     /// after the swap.
     #[inline]
     pub(crate) fn wake(&self) {
+        self.touch();
         let handle: UnparkHandle = self.parker.handle(self.key());
         // Release: the slot transfer happens before the owner reads it. A
         // swap, not a store: it tells us whether the owner parked.
