@@ -25,10 +25,11 @@
 //! kernels never do). So the margin is wide, 100 ms plus eight ticks
 //! (`clock_getres` of the coarse clock), and the test is only taken where
 //! being late by a stall beyond it is harmless: a try (`Receiver::try_recv`,
-//! a select's try pass; a select parked until the timer's exact time that
-//! finds it not yet due parks again, so it is late by the stall, not
-//! wrong). A blocking `recv` on a timer compares with `Instant::now()`
-//! only. (Were std's `Instant` to move to `CLOCK_BOOTTIME`, a try after a
+//! a select's try pass: a select parked until the timer's exact time that
+//! finds it not yet due parks again, so it is late by the stall; with a
+//! deadline of its own at or just after the timer's, it may report its
+//! timeout instead). A blocking `recv` on a timer compares with
+//! `Instant::now()` only. (Were std's `Instant` to move to `CLOCK_BOOTTIME`, a try after a
 //! suspend would see the timer late by the suspend, as a Go timer is.)
 //!
 //! Elsewhere (other systems, Miri, loom) there is no coarse clock and every
