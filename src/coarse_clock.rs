@@ -35,8 +35,6 @@
 //! Elsewhere (other systems, Miri, loom) there is no coarse clock and every
 //! test falls through to `Instant::now()`.
 
-use std::time::Duration;
-
 /// A coarse-clock reading in nanoseconds, taken just before the timer's
 /// `Instant::now()`. `None` where there is no coarse clock.
 #[derive(Debug, Clone, Copy)]
@@ -49,35 +47,17 @@ impl Anchor {
         Anchor(imp::coarse_nanos())
     }
 
-    /// True when the anchored `Instant` plus `offset` is surely still in
-    /// the future. False means "not known": read the exact clock.
+    /// True when the anchored `Instant` plus `offset` nanoseconds is surely
+    /// still in the future. False means "not known": read the exact clock.
     #[inline]
-    pub(crate) fn surely_before(&self, offset: Duration) -> bool {
+    pub(crate) fn surely_before(&self, offset: u64) -> bool {
         let Some(c0) = self.0 else { return false };
-        let offset = u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX);
-        self.surely_before_nanos(c0, offset)
-    }
-
-    /// As [`surely_before`](Self::surely_before), with the offset in
-    /// nanoseconds.
-    #[inline]
-    pub(crate) fn surely_before_ns(&self, offset: u64) -> bool {
-        match self.0 {
-            Some(c0) => self.surely_before_nanos(c0, offset),
-            None => false,
-        }
-    }
-
-    #[inline]
-    fn surely_before_nanos(&self, c0: u64, offset: u64) -> bool {
-        // A short offset cannot be proven ahead: skip the clock read.
-        if offset <= imp::margin() {
+        let margin = imp::margin();
+        // A short offset cannot be shown ahead: skip the clock read.
+        if offset <= margin {
             return false;
         }
-        match imp::coarse_nanos() {
-            Some(c1) => c1.saturating_sub(c0) < offset - imp::margin(),
-            None => false,
-        }
+        imp::coarse_nanos().is_some_and(|c1| c1.saturating_sub(c0) < offset - margin)
     }
 }
 
@@ -145,13 +125,12 @@ mod tests {
         let anchor = Anchor::now();
         let start = Instant::now();
         // Nothing within the margin is ever shown ahead.
-        assert!(!anchor.surely_before(Duration::ZERO));
-        assert!(!anchor.surely_before(Duration::from_millis(10)));
+        assert!(!anchor.surely_before(0));
+        assert!(!anchor.surely_before(10_000_000));
         // Where the coarse clock can be read (not everywhere: sandboxes),
         // an hour is shown ahead.
         if super::imp::coarse_nanos().is_some() && super::imp::margin() < u64::MAX {
-            assert!(anchor.surely_before(Duration::from_secs(3600)));
-            assert!(anchor.surely_before_ns(3_600_000_000_000));
+            assert!(anchor.surely_before(3_600_000_000_000));
         }
         // Whatever it says, it is never wrong. (Elapsed is read first: an
         // answer at a later moment implies it.)
@@ -161,9 +140,9 @@ mod tests {
             if elapsed >= 2 * d {
                 break;
             }
-            let ahead = anchor.surely_before(d);
+            let ahead = anchor.surely_before(d.as_nanos() as u64);
             assert!(!ahead || elapsed < d, "{d:?} shown ahead at {elapsed:?}");
         }
-        assert!(!anchor.surely_before(d));
+        assert!(!anchor.surely_before(d.as_nanos() as u64));
     }
 }

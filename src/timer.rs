@@ -25,14 +25,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+/// `d` in nanoseconds, saturated (a u64 of them lasts 584 years).
+fn saturating_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// What a timer delivers, and when.
 #[derive(Debug)]
 enum Schedule {
     /// Once, at `at` (`None`: a delay too long for `Instant`, so never),
-    /// which is `delay` after the coarse clock's `anchor`.
+    /// which is `delay` nanoseconds (saturated) after the coarse clock's
+    /// `anchor`.
     After {
         at: Option<Instant>,
-        delay: Duration,
+        delay: u64,
         anchor: Anchor,
         fired: AtomicBool,
     },
@@ -70,7 +76,7 @@ impl Timer {
         let anchor = Anchor::now();
         Timer::new(Schedule::After {
             at: Instant::now().checked_add(delay),
-            delay,
+            delay: saturating_nanos(delay),
             anchor,
             fired: AtomicBool::new(false),
         })
@@ -82,7 +88,7 @@ impl Timer {
             "scalechan::tick: the period must be greater than zero"
         );
         // Periods beyond 584 years tick never in practice; saturate.
-        let period = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX);
+        let period = saturating_nanos(period);
         let anchor = Anchor::now();
         Timer::new(Schedule::Tick {
             start: Instant::now(),
@@ -170,10 +176,10 @@ impl Timer {
                 next,
             } => {
                 let mut due = next.load(Ordering::Relaxed);
-                if coarse && anchor.surely_before_ns(due) {
+                if coarse && anchor.surely_before(due) {
                     return Err(Fail::WouldBlock);
                 }
-                let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let elapsed = saturating_nanos(start.elapsed());
                 loop {
                     if elapsed < due {
                         return Err(Fail::WouldBlock);
