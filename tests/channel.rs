@@ -1664,6 +1664,37 @@ fn zst_unbounded_and_bounded() {
 }
 
 #[test]
+fn zst_closed_channel_drains_then_reports_closed() {
+    // Zero-sized messages on a count: the inlined one-CAS paths must still
+    // leave a closed channel's buffered messages to its receivers, refuse
+    // sends after the close, and never move the count on a full try.
+    for cap in [Some(2), None] {
+        let (tx, rx) = match cap {
+            Some(n) => bounded::<()>(n),
+            None => unbounded::<()>(),
+        };
+        tx.send(()).unwrap();
+        tx.try_send(()).unwrap();
+        if cap.is_some() {
+            assert_eq!(tx.try_send(()), Err(TrySendError::Full(())));
+            assert_eq!(
+                tx.send_timeout((), Duration::from_millis(1)),
+                Err(SendTimeoutError::Timeout(()))
+            );
+        }
+        assert_eq!(rx.len(), 2, "{cap:?}");
+        assert!(tx.close());
+        assert_eq!(tx.send(()), Err(SendError(())));
+        assert_eq!(tx.try_send(()), Err(TrySendError::Closed(())));
+        assert_eq!(rx.try_recv(), Ok(()));
+        assert_eq!(rx.recv(), Ok(()));
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        assert_eq!(rx.recv(), Err(RecvError));
+        assert_eq!(rx.len(), 0);
+    }
+}
+
+#[test]
 fn zst_bounded_as_semaphore() {
     // `bounded::<()>(n)` as a counting semaphore: send acquires, recv
     // releases. At most n holders at any time.
