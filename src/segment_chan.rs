@@ -436,6 +436,12 @@ impl<T> Channel<T> {
     /// from the slot later); on any other `Err` it is still the caller's.
     #[inline]
     pub(crate) unsafe fn send_from(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        if let Mode::Register { entry, .. } = mode {
+            debug_assert_eq!(
+                entry.slot, msg as *mut (),
+                "a registering send sends from its slot"
+            );
+        }
         // A zero-sized message on a count: one CAS, inlined here, in every
         // mode (each would make this attempt first); `send_counted` has the
         // rest.
@@ -494,12 +500,6 @@ impl<T> Channel<T> {
     /// # Safety
     /// As [`Channel::send_from`].
     unsafe fn send_in(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
-        if let Mode::Register { entry, .. } = mode {
-            debug_assert_eq!(
-                entry.slot, msg as *mut (),
-                "a registering send sends from its slot"
-            );
-        }
         // SAFETY (all arms): `msg` as this function's contract says.
         match &self.kind {
             Kind::Unbounded => unsafe { self.send_buffered(msg) }.map_err(SendStop::Fail),
