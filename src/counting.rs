@@ -132,13 +132,7 @@ impl Counting {
     #[inline(always)]
     pub(crate) fn send_fast(&self) -> bool {
         let s = self.state.load(Ordering::Relaxed);
-        // AcqRel: as in `send`.
-        s & (CLOSED | WAITERS) == 0
-            && s & COUNT != self.cap
-            && self
-                .state
-                .compare_exchange(s, s + 1, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+        s & (CLOSED | WAITERS) == 0 && s & COUNT != self.cap && self.moved_by_cas(s, s + 1)
     }
 
     /// The mirror of [`Counting::send_fast`]: takes one buffered message by
@@ -146,14 +140,26 @@ impl Counting {
     #[inline(always)]
     pub(crate) fn recv_fast(&self) -> bool {
         let s = self.state.load(Ordering::Acquire);
-        // (Closed or not: what is buffered is still received.) AcqRel: as
-        // in `send`.
-        s & WAITERS == 0
-            && s & COUNT != 0
-            && self
-                .state
-                .compare_exchange(s, s - 1, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
+        // (Closed or not: what is buffered is still received.)
+        s & WAITERS == 0 && s & COUNT != 0 && self.moved_by_cas(s, s - 1)
+    }
+
+    /// The fast paths' CAS (AcqRel: as in `send`). A lost race waits as the
+    /// loops in `send` and `recv` do before their next attempt, so the
+    /// fallback's first CAS does not follow ours at once onto a contended
+    /// line.
+    #[inline(always)]
+    fn moved_by_cas(&self, from: u64, to: u64) -> bool {
+        match self
+            .state
+            .compare_exchange(from, to, Ordering::AcqRel, Ordering::Relaxed)
+        {
+            Ok(_) => true,
+            Err(_) => {
+                RaceBackoff::new().lost();
+                false
+            }
+        }
     }
 
     /// Adds one message, or hands it to a waiting receiver.
