@@ -75,6 +75,24 @@ pub struct Sender<T> {
 /// let rx2 = rx.clone();
 /// assert_eq!(rx2.recv(), Ok(5));
 /// ```
+///
+/// # Dropping
+///
+/// When the last `Receiver` is dropped the channel closes, and the messages
+/// still buffered are dropped there, each exactly once, before that drop
+/// returns; senders then see `len() == 0`. If a message's `Drop` panics,
+/// the panic comes out of the `Receiver`'s drop and the messages behind it
+/// are leaked, never dropped (a second panic while the first unwinds would
+/// abort the process); nothing is dropped twice and the channel's own
+/// memory is still freed.
+///
+/// ```
+/// let (tx, rx) = scalechan::bounded(4);
+/// tx.send(String::from("never received")).unwrap();
+/// drop(rx); // drops the buffered string, closes the channel
+/// assert_eq!(tx.len(), 0);
+/// assert!(tx.send(String::new()).is_err());
+/// ```
 pub struct Receiver<T> {
     flavor: Flavor<T>,
 }
@@ -459,8 +477,9 @@ impl<T> Drop for Receiver<T> {
             return; // a timer stops when its last handle goes
         };
         // Buffered messages are dropped by the last receiver, each exactly
-        // once. If one's `Drop` panics, the panic propagates and the rest are
-        // dropped with the channel's memory (never twice).
+        // once. If one's `Drop` panics, the panic propagates and the rest
+        // are leaked (never dropped twice, and never during the unwind,
+        // where a second panic would abort).
         // SAFETY: the handle's one release; `shared` is not used after.
         unsafe { shared.release(Side::Recv, Channel::close_and_drain) };
     }

@@ -51,7 +51,7 @@ use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
 use crate::{Fail, Wait};
-use std::mem::MaybeUninit;
+use std::mem::{self, MaybeUninit};
 use std::ptr;
 use std::time::Instant;
 
@@ -1694,13 +1694,35 @@ impl<T> Channel<T> {
     }
 
     /// Closes and drops every buffered message (the last receiver is gone).
+    ///
+    /// If a message's `Drop` panics, the messages after it are received
+    /// and leaked while the panic unwinds, never dropped: a second panic
+    /// during the unwind would abort the process (SPEC: the panic surfaces,
+    /// the rest may leak), and receiving them keeps `len()` at 0 as after a
+    /// drain that completed.
     pub(crate) fn close_and_drain(&self) {
-        self.close();
-        let mut out = MaybeUninit::<T>::uninit();
-        while self.recv_into(Mode::Try, out.as_mut_ptr()).is_ok() {
-            // SAFETY: `Ok`: the receive moved a message into `out`.
-            unsafe { out.assume_init_drop() };
+        /// Receives and leaks what is left, when dropped. It receives
+        /// into the drain's own buffer: no second `T` on the stack.
+        struct LeakRest<'a, T>(&'a Channel<T>, *mut T);
+        impl<T> Drop for LeakRest<'_, T> {
+            fn drop(&mut self) {
+                // The buffer is a `MaybeUninit`, which never drops its
+                // content: each message received here is leaked.
+                while self.0.recv_into(Mode::Try, self.1).is_ok() {}
+            }
         }
+
+        self.close();
+        let mut buf = MaybeUninit::<T>::uninit();
+        let out = buf.as_mut_ptr();
+        let on_unwind = LeakRest(self, out);
+        while self.recv_into(Mode::Try, out).is_ok() {
+            // SAFETY: `Ok`: the receive moved a message into `out`, which
+            // is ours to drop (it is not read again before the next move).
+            unsafe { ptr::drop_in_place(out) };
+        }
+        // Drained: nothing left for the guard.
+        mem::forget(on_unwind);
     }
 }
 

@@ -3,8 +3,9 @@
 //! SPEC (Closing): values buffered when the last receiver drops are dropped
 //! there, each exactly once, before that drop returns; a send into a closed
 //! channel hands the value back (never dropped by the channel); a panic in a
-//! message's `Drop` during the receiver's drop surfaces from that drop and
-//! nothing is dropped twice.
+//! message's `Drop` during the receiver's drop surfaces from that drop, the
+//! messages behind it are leaked (a second panic would abort) and nothing is
+//! dropped twice.
 
 use scalechan::{bounded, unbounded, Lscq, Receiver, Scq, SendTimeoutError, Sender, TrySendError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -31,18 +32,21 @@ struct Tracked {
 
 struct Table {
     drops: Vec<AtomicUsize>,
-    /// The id whose drop panics (usize::MAX: none).
-    panic_on: usize,
+    /// The ids whose drop panics.
+    panic_on: Vec<usize>,
 }
 
 impl Table {
     fn new(n: usize) -> Arc<Table> {
-        Table::with_panic(n, usize::MAX)
+        Table::with_panics(n, &[])
     }
     fn with_panic(n: usize, panic_on: usize) -> Arc<Table> {
+        Table::with_panics(n, &[panic_on])
+    }
+    fn with_panics(n: usize, panic_on: &[usize]) -> Arc<Table> {
         Arc::new(Table {
             drops: (0..n).map(|_| AtomicUsize::new(0)).collect(),
-            panic_on,
+            panic_on: panic_on.to_vec(),
         })
     }
     fn msg(self: &Arc<Self>, id: usize) -> Tracked {
@@ -87,7 +91,7 @@ fn quiet_expected_panics() {
 impl Drop for Tracked {
     fn drop(&mut self) {
         self.table.drops[self.id].fetch_add(1, Ordering::SeqCst);
-        if self.id == self.table.panic_on {
+        if self.table.panic_on.contains(&self.id) {
             panic!("drop of message {} panics", self.id);
         }
     }
@@ -297,13 +301,16 @@ fn blocked_senders_get_values_back_not_dropped() {
 #[test]
 fn panic_in_drop_during_receiver_drop() {
     quiet_expected_panics();
-    // Five buffered messages, the third panics when dropped. The panic
-    // surfaces from the last receiver's drop; the ones before it were
-    // dropped exactly once; nothing is ever dropped twice.
+    // Five buffered messages, the third and the fourth panic when dropped.
+    // The first panic surfaces from the last receiver's drop; the ones
+    // before it were dropped exactly once; the ones behind it are leaked,
+    // not dropped while that panic unwinds (the fourth's panic would abort
+    // the process: found in review, when the channel's memory was freed
+    // during the unwind and dropped them).
     for kind in [None, Some(5), Some(64)] {
         for sender_alive in [true, false] {
             let n = 5;
-            let t = Table::with_panic(n, 2);
+            let t = Table::with_panics(n, &[2, 3]);
             let (tx, rx) = chan::<Tracked>(kind);
             for id in 0..n {
                 tx.send(t.msg(id)).unwrap();
@@ -319,21 +326,20 @@ fn panic_in_drop_during_receiver_drop() {
                 r.is_err(),
                 "{kind:?}: the Drop panic must surface from drop(rx)"
             );
+            let ctx = format!("{kind:?} alive {sender_alive}");
             // FIFO: 0 and 1 were dropped before 2 panicked.
-            t.assert_each(0, 3, 1, &format!("{kind:?} alive {sender_alive}"));
-            for id in 3..n {
-                assert!(t.count(id) <= 1, "id {id} dropped {} times", t.count(id));
-            }
+            t.assert_each(0, 3, 1, &ctx);
+            t.assert_each(3, n, 0, &ctx);
             if let Some(tx) = tx {
+                // Leaked, not buffered: the drain took them all.
+                assert_eq!(tx.len(), 0, "{ctx}");
                 assert!(tx.is_closed());
                 assert!(tx.send(t.msg(0)).is_err());
                 // The rejected message above counted one more drop of id 0.
                 assert_eq!(t.count(0), 2);
-                drop(tx); // frees the channel: the rest may be dropped now
+                drop(tx); // frees the channel: nothing left to drop
             }
-            for id in 3..n {
-                assert!(t.count(id) <= 1, "id {id} dropped {} times", t.count(id));
-            }
+            t.assert_each(3, n, 0, &ctx);
             assert_eq!(t.count(2), 1, "the panicking message dropped once");
         }
     }
@@ -343,10 +349,10 @@ fn panic_in_drop_during_receiver_drop() {
 fn panic_in_drop_when_channel_freed_by_sender() {
     quiet_expected_panics();
     // The sender is gone and part of the stream was received; the panicking
-    // message sits in the second segment of what is left. The panic surfaces
-    // from the receiver's drop, and the channel memory is freed during that
-    // unwind: the messages after it are dropped at most once.
-    let t = Table::with_panic(40, 35);
+    // messages sit in the second segment of what is left. The first panic
+    // surfaces from the receiver's drop, and the channel memory is freed
+    // during that unwind without dropping the messages behind it.
+    let t = Table::with_panics(40, &[35, 37]);
     let (tx, rx) = unbounded::<Tracked>();
     for id in 0..40 {
         tx.send(t.msg(id)).unwrap();
@@ -358,9 +364,35 @@ fn panic_in_drop_when_channel_freed_by_sender() {
     let r = catch_unwind(AssertUnwindSafe(move || drop(rx)));
     assert!(r.is_err());
     t.assert_each(0, 36, 1, "up to and including the panicking one");
-    for id in 36..40 {
-        assert!(t.count(id) <= 1);
+    t.assert_each(36, 40, 0, "behind the panicking one: leaked");
+}
+
+/// A zero-sized message whose drop panics, counted in a static.
+struct PanickingUnit;
+
+static UNIT_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for PanickingUnit {
+    fn drop(&mut self) {
+        UNIT_DROPS.fetch_add(1, Ordering::SeqCst);
+        panic!("drop of message PanickingUnit panics");
     }
+}
+
+#[test]
+fn panic_in_zero_sized_drop_during_receiver_drop() {
+    quiet_expected_panics();
+    // A zero-sized bounded channel keeps only a count; its drain conjures
+    // each message to drop it. The first panic surfaces, the other two are
+    // leaked (found in review: the process aborted).
+    let (tx, rx) = bounded::<PanickingUnit>(10);
+    for _ in 0..3 {
+        tx.send(PanickingUnit).unwrap();
+    }
+    drop(tx);
+    let before = UNIT_DROPS.load(Ordering::SeqCst);
+    assert!(catch_unwind(AssertUnwindSafe(move || drop(rx))).is_err());
+    assert_eq!(UNIT_DROPS.load(Ordering::SeqCst) - before, 1);
 }
 
 #[test]
