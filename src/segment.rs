@@ -356,7 +356,8 @@ impl<C: SegmentCell> Spares<C> {
             .iter()
             .filter(|slot| !slot.load(Ordering::Relaxed).is_null())
             .count();
-        held < SPARES / 2
+        // Doubled rather than halved: exact for any `SPARES` (loom's is 1).
+        2 * held < SPARES
     }
 
     fn take(&self) -> *mut Segment<C> {

@@ -55,13 +55,16 @@ fn tick_on_the_grid_without_backlog() {
     assert!(first >= start + period);
     // Fall far behind: at most one stale tick, then the next grid point.
     thread::sleep(12 * period);
+    // Read before the receives, so a preemption after them cannot fail
+    // the check below (it did under load, with `now()` read after).
+    let woke = Instant::now();
     let stale = rx.recv().unwrap();
     let next = rx.recv().unwrap();
     assert!(next > stale);
-    assert!(
-        next > Instant::now() - period,
-        "the tick after a stale one is fresh"
-    );
+    // A backlog would deliver `stale + period`, 11 periods before `woke`;
+    // without one, `next` is a grid point less than a period before the
+    // stale tick was taken, which was after `woke`.
+    assert!(next >= woke - period, "the tick after a stale one is fresh");
     // Grid points are whole periods apart from the first.
     let k = (next - first).as_nanos() % period.as_nanos();
     assert!(k < 1000, "off grid by {k} ns"); // Instant arithmetic rounding
