@@ -172,6 +172,13 @@ pub(crate) struct Segment<C> {
     /// Which `SEGMENT_CELLS`-sized block of indices this segment holds.
     /// Written only while the segment is unshared (allocation or reuse).
     id: u64,
+    /// This segment, as `Box::into_raw` returned it: the one pointer that
+    /// may write to its plain fields and free it. The last reference is
+    /// often dropped through a pointer made from a `&Segment` (a parked
+    /// waiter's registration), which may only read them: freeing, pooling
+    /// and reusing go through this one (found by Miri under Tree Borrows,
+    /// a reuse writing `id` through a waiter's pointer).
+    origin: *mut Segment<C>,
     next: AtomicPtr<Segment<C>>,
     /// One for the list, plus one per parked waiter registered in a cell.
     refs: AtomicUsize,
@@ -191,6 +198,7 @@ impl<C: SegmentCell> Segment<C> {
         // layout; every field is written exactly once before `assume_init`.
         unsafe {
             ptr::addr_of_mut!((*p).id).write(id);
+            ptr::addr_of_mut!((*p).origin).write(ptr::null_mut());
             ptr::addr_of_mut!((*p).next).write(AtomicPtr::new(ptr::null_mut()));
             ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
             ptr::addr_of_mut!((*p).spares).write(UnsafeCell::new(None));
@@ -198,7 +206,9 @@ impl<C: SegmentCell> Segment<C> {
             for i in 0..SEGMENT_CELLS {
                 C::init(cells.add(i));
             }
-            Box::into_raw(boxed.assume_init())
+            let origin = Box::into_raw(boxed.assume_init());
+            (*origin).origin = origin;
+            origin
         }
     }
 
@@ -299,6 +309,9 @@ impl<C: SegmentCell> Segment<C> {
     /// # Safety
     /// Exclusive ownership of a retired segment.
     unsafe fn free(p: *mut Segment<C>) {
+        // SAFETY: exclusive ownership (reading `origin` is allowed through
+        // any pointer to the segment).
+        let p = unsafe { (*p).origin };
         // SAFETY: exclusive ownership; `spares` was set at retirement,
         // before the list reference was handed to the collector.
         let pool = unsafe { (*p).spares.with_mut(|s| (*s).take()) };

@@ -46,13 +46,15 @@ fn next_u64() -> u64 {
     STATE.with(|state| {
         let mut x = state.get();
         if x.0 == 0 {
-            // Seed from the thread's stack address and the clock: distinct
-            // per thread, never zero.
-            let stack = &x as *const _ as u64;
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos() as u64);
-            x = Wrapping((stack ^ nanos.rotate_left(32)) | 1);
+            // Seed from the thread's stack address, hashed with std's
+            // random keys (from the OS, once per thread): distinct per
+            // thread and per run, never zero. (Not the wall clock: Miri's
+            // isolation refuses it, which kept every select of two or more
+            // cases out of the Miri runs.)
+            use std::hash::BuildHasher;
+            let stack = &x as *const _ as usize;
+            let seed = std::collections::hash_map::RandomState::new().hash_one(stack);
+            x = Wrapping(seed | 1);
         }
         x ^= x >> 12;
         x ^= x << 25;
