@@ -195,7 +195,9 @@ impl<C: SegmentCell> Segment<C> {
         let mut boxed = Box::<Segment<C>>::new_uninit();
         let p = boxed.as_mut_ptr();
         // SAFETY: `p` points to uninitialised, unshared memory of the right
-        // layout; every field is written exactly once before `assume_init`.
+        // layout; every field is written exactly once before `assume_init`
+        // (`origin` as null, then, through the pointer `into_raw` returns
+        // and before anyone else can see it, as that pointer).
         unsafe {
             ptr::addr_of_mut!((*p).id).write(id);
             ptr::addr_of_mut!((*p).origin).write(ptr::null_mut());
