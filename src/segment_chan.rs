@@ -757,6 +757,22 @@ impl<T> Channel<T> {
                 }
             }
         }
+        let mut out = MaybeUninit::<T>::uninit();
+        // SAFETY: `out` is ours to write.
+        unsafe { self.recv_to(mode, out.as_mut_ptr())? };
+        // SAFETY: `Ok` means the receive moved a message into `out`.
+        Ok(unsafe { out.assume_init() })
+    }
+
+    /// Receives in any mode into `out`, which holds the message after
+    /// `Ok(())`: a select's receive case takes its message straight into
+    /// its slot this way, with no copy of `T` in between.
+    ///
+    /// # Safety
+    /// `out` is valid for a write of `T`, and nothing else writes it while
+    /// this runs.
+    #[inline]
+    pub(crate) unsafe fn recv_to(&self, mode: Mode<'_>, out: *mut T) -> Result<(), RecvStop> {
         // Here as well as in `recv_into`'s loop: a failing `try_recv` then
         // never enters that large function, and is two loads inlined in the
         // caller (0.6 ns per poll on one thread, 3 ns through the call).
@@ -767,10 +783,7 @@ impl<T> Channel<T> {
                 return Err(RecvStop::Fail(fail));
             }
         }
-        let mut out = MaybeUninit::<T>::uninit();
-        self.recv_into(mode, out.as_mut_ptr())?;
-        // SAFETY: `Ok` means the receive moved a message into `out`.
-        Ok(unsafe { out.assume_init() })
+        self.recv_into(mode, out)
     }
 
     /// Decides "empty" and "closed and drained" from reads alone.

@@ -12,7 +12,7 @@ use crate::error::{RecvError, SendError};
 use crate::segment_chan::{Mode, PairRegs, PairStop, RecvStop, SendStop};
 use crate::waiter::Entry;
 use crate::Fail;
-use std::mem::MaybeUninit;
+use std::mem::{self, MaybeUninit};
 use std::ptr;
 use std::time::Instant;
 
@@ -21,6 +21,21 @@ const NOT_OWN: usize = usize::MAX;
 
 /// Why a send case cannot take part in a select.
 const SPENT: &str = "select: this send case's value was already sent (a case is for one select)";
+
+/// How far a case got. Its value, if any, stays in the case's slot until
+/// `into_result` moves it out: a result kept beside the slot would be a
+/// second `T` in the select's frame (a select over 64 KiB messages needed
+/// 394 KiB of stack to receive, 263 to send; now as much as a plain
+/// receive or send).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Finish {
+    /// Not completed (or its result was taken).
+    Pending,
+    /// Received: the message is in the slot. Sent: the slot is empty.
+    Done,
+    /// The channel is closed. A send case's value is still in its slot.
+    Closed,
+}
 
 fn blank_entry() -> Entry {
     Entry {
@@ -34,7 +49,8 @@ fn blank_entry() -> Entry {
 #[doc(hidden)]
 pub struct RecvCase<'a, T> {
     rx: &'a Receiver<T>,
-    /// Where a partner puts the message.
+    /// Where a partner puts the message, and where any message stays until
+    /// `into_result` (`finish` says whether it holds one).
     slot: MaybeUninit<T>,
     /// Our entry (`0`), and a paired send case's (`1`).
     entries: Duplex,
@@ -43,7 +59,7 @@ pub struct RecvCase<'a, T> {
     /// Registered through another case on the same side.
     shadowed: bool,
     regs: PairRegs,
-    result: Option<Result<T, RecvError>>,
+    finish: Finish,
 }
 
 impl<'a, T> RecvCase<'a, T> {
@@ -56,7 +72,7 @@ impl<'a, T> RecvCase<'a, T> {
             partner: None,
             shadowed: false,
             regs: PairRegs::default(),
-            result: None,
+            finish: Finish::Pending,
         }
     }
 
@@ -65,9 +81,30 @@ impl<'a, T> RecvCase<'a, T> {
     /// # Panics
     /// If the case did not complete (the select chose another).
     pub fn into_result(mut self) -> Result<T, RecvError> {
-        self.result
-            .take()
-            .expect("select: the chosen case has no result (a bug in scalechan)")
+        self.take_result()
+    }
+
+    /// [`into_result`](Self::into_result) for a case that stays where it is
+    /// (moving a case moves its slot).
+    pub(crate) fn take_result(&mut self) -> Result<T, RecvError> {
+        match mem::replace(&mut self.finish, Finish::Pending) {
+            // SAFETY: `Done`: the slot holds the message (written by
+            // `received` or by the partner that decided us), and `finish`
+            // is `Pending` now, so it is moved out once.
+            Finish::Done => Ok(unsafe { self.slot.assume_init_read() }),
+            Finish::Closed => Err(RecvError),
+            Finish::Pending => panic!("select: the chosen case has no result (a bug in scalechan)"),
+        }
+    }
+
+    /// Keeps a message the case received itself.
+    fn received(&mut self, msg: T) {
+        debug_assert_eq!(self.finish, Finish::Pending);
+        // No partner writes the slot meanwhile: only one that decided the
+        // select does, and a select that completes a case itself is not
+        // decided by anyone else (it is trying or registering).
+        self.slot.write(msg);
+        self.finish = Finish::Done;
     }
 
     /// Our duplex left its cell: the channel stops counting it.
@@ -87,14 +124,25 @@ impl<T> sealed::Sealed for RecvCase<'_, T> {}
 impl<T> Case for RecvCase<'_, T> {
     fn try_complete(&mut self, _: Token) -> bool {
         let got = match self.rx.flavor() {
-            Flavor::Chan(shared) => shared.chan.recv(crate::Wait::Try),
-            Flavor::Timer(timer, convert) => timer.try_recv().map(convert),
+            // Straight into the slot: a large message is not copied twice.
+            // SAFETY: the slot is ours to write: no partner writes it while
+            // the select is trying its cases (none is registered).
+            Flavor::Chan(shared) => unsafe {
+                shared.chan.recv_to(Mode::Try, self.slot.as_mut_ptr())
+            }
+            .map_err(|stop| match stop {
+                RecvStop::Fail(fail) => fail,
+                _ => unreachable!("only Mode::Register registers"),
+            }),
+            Flavor::Timer(timer, convert) => timer.try_recv().map(|at| {
+                self.slot.write(convert(at));
+            }),
         };
-        self.result = match got {
-            Ok(msg) => Some(Ok(msg)),
-            Err(Fail::Closed) => Some(Err(RecvError)),
+        match got {
+            Ok(()) => self.finish = Finish::Done,
+            Err(Fail::Closed) => self.finish = Finish::Closed,
             Err(_) => return false,
-        };
+        }
         true
     }
 
@@ -149,7 +197,7 @@ impl<T> Case for RecvCase<'_, T> {
                         Registered::Pending
                     }
                     None => {
-                        self.result = Some(Err(RecvError));
+                        self.finish = Finish::Closed;
                         Registered::Done
                     }
                 };
@@ -172,7 +220,10 @@ impl<T> Case for RecvCase<'_, T> {
             return match chan.register_pair(&self.entries, &mut self.regs) {
                 PairStop::Registered => Registered::Pending,
                 PairStop::Received(got) => {
-                    self.result = Some(got.map_err(|_| RecvError));
+                    match got {
+                        Ok(msg) => self.received(msg),
+                        Err(_) => self.finish = Finish::Closed,
+                    }
                     Registered::Done
                 }
                 PairStop::Sent(sent) => Registered::Partner {
@@ -185,9 +236,11 @@ impl<T> Case for RecvCase<'_, T> {
             entry: &self.entries.0[0],
             own: NOT_OWN,
         };
-        match chan.recv_in(mode) {
-            Ok(msg) => self.result = Some(Ok(msg)),
-            Err(RecvStop::Fail(_)) => self.result = Some(Err(RecvError)),
+        // SAFETY: the slot is ours to write: no partner decides a select
+        // while it registers, and only one that decided it writes the slot.
+        match unsafe { chan.recv_to(mode, self.slot.as_mut_ptr()) } {
+            Ok(()) => self.finish = Finish::Done,
+            Err(RecvStop::Fail(_)) => self.finish = Finish::Closed,
             Err(RecvStop::Registered(reg)) => {
                 self.regs.recv = Some(reg);
                 return Registered::Pending;
@@ -247,14 +300,10 @@ impl<T> Case for RecvCase<'_, T> {
             closed || matches!(self.rx.flavor(), Flavor::Chan(_)),
             "timers are only decided by their close"
         );
-        self.result = Some(if closed {
-            Err(RecvError)
-        } else {
-            // SAFETY: the partner that decided this case wrote the slot
-            // before finishing, and `Waiter::wait` saw it finish (Acquire).
-            // (It also returned the permit of a bounded channel.)
-            Ok(unsafe { self.slot.assume_init_read() })
-        });
+        // Not closed: the partner that decided this case wrote the slot
+        // before finishing, and `Waiter::wait` saw it finish (Acquire).
+        // (It also returned the permit of a bounded channel.)
+        self.finish = if closed { Finish::Closed } else { Finish::Done };
     }
 
     fn next_delivery(&self) -> Option<Instant> {
@@ -291,7 +340,7 @@ pub struct SendCase<'a, T> {
     /// Registered through another case on the same side.
     shadowed: bool,
     reg: Option<Registration>,
-    result: Option<Result<(), SendError<T>>>,
+    finish: Finish,
 }
 
 impl<'a, T> SendCase<'a, T> {
@@ -305,7 +354,7 @@ impl<'a, T> SendCase<'a, T> {
             paired: false,
             shadowed: false,
             reg: None,
-            result: None,
+            finish: Finish::Pending,
         }
     }
 
@@ -314,9 +363,22 @@ impl<'a, T> SendCase<'a, T> {
     /// # Panics
     /// If the case did not complete (the select chose another).
     pub fn into_result(mut self) -> Result<(), SendError<T>> {
-        self.result
-            .take()
-            .expect("select: the chosen case has no result (a bug in scalechan)")
+        self.take_result()
+    }
+
+    /// [`into_result`](Self::into_result) for a case that stays where it is.
+    pub(crate) fn take_result(&mut self) -> Result<(), SendError<T>> {
+        match mem::replace(&mut self.finish, Finish::Pending) {
+            Finish::Done => Ok(()),
+            Finish::Closed => Err(SendError(self.take())),
+            Finish::Pending => panic!("select: the chosen case has no result (a bug in scalechan)"),
+        }
+    }
+
+    /// The value went to the channel.
+    fn sent(&mut self) {
+        self.full = false;
+        self.finish = Finish::Done;
     }
 
     fn take(&mut self) -> T {
@@ -338,14 +400,12 @@ impl<T> Case for SendCase<'_, T> {
         assert!(self.full, "{SPENT}");
         // SAFETY: `full`: the slot holds our value, which a failed send
         // leaves there; `Mode::Try` never registers.
-        self.result = match unsafe { self.tx.chan().send_from(self.slot.as_mut_ptr(), Mode::Try) } {
-            Ok(()) => {
-                self.full = false;
-                Some(Ok(()))
-            }
-            Err(SendStop::Fail(Fail::Closed)) => Some(Err(SendError(self.take()))),
+        match unsafe { self.tx.chan().send_from(self.slot.as_mut_ptr(), Mode::Try) } {
+            Ok(()) => self.sent(),
+            // The value stays in the slot until `into_result`.
+            Err(SendStop::Fail(Fail::Closed)) => self.finish = Finish::Closed,
             Err(_) => return false,
-        };
+        }
         true
     }
 
@@ -392,19 +452,16 @@ impl<T> Case for SendCase<'_, T> {
         };
         // SAFETY: `full`: the slot (the entry's) holds our value, which
         // stays there unless the send succeeds or registers.
-        self.result = match unsafe { self.tx.chan().send_from(self.entry.slot as *mut T, mode) } {
-            Ok(()) => {
-                self.full = false;
-                Some(Ok(()))
-            }
-            Err(SendStop::Fail(_)) => Some(Err(SendError(self.take()))),
+        match unsafe { self.tx.chan().send_from(self.entry.slot as *mut T, mode) } {
+            Ok(()) => self.sent(),
+            Err(SendStop::Fail(_)) => self.finish = Finish::Closed,
             Err(SendStop::Registered(reg)) => {
                 // The value waits in our slot (`full` stays set).
                 self.reg = Some(reg);
                 return Registered::Pending;
             }
             Err(SendStop::SelfMet) => unreachable!("an unpaired case has no own entry"),
-        };
+        }
         Registered::Done
     }
 
@@ -430,26 +487,21 @@ impl<T> Case for SendCase<'_, T> {
 
     fn complete(&mut self, closed: bool, _: Token) {
         let chan = self.tx.chan();
-        self.result = Some(if closed {
-            let msg = self.take();
-            Err(SendError(msg))
+        if closed {
+            self.finish = Finish::Closed;
         } else if chan.takes_from_slot() {
             // The receiver took the value out of our slot.
-            self.full = false;
-            Ok(())
+            self.sent();
         } else {
             // A bounded channel handed us a permit: deposit the value.
             debug_assert!(self.full);
             // SAFETY: `full`: the slot holds our value, which a failed
             // deposit leaves there.
             match unsafe { chan.send_permitted(self.slot.as_mut_ptr()) } {
-                Ok(()) => {
-                    self.full = false;
-                    Ok(())
-                }
-                Err(_) => Err(SendError(self.take())),
+                Ok(()) => self.sent(),
+                Err(_) => self.finish = Finish::Closed,
             }
-        });
+        }
     }
 
     fn next_delivery(&self) -> Option<Instant> {
@@ -481,6 +533,12 @@ impl<T> Drop for RecvCase<'_, T> {
             !self.is_registered(),
             "a receive case dropped while registered"
         );
+        if self.finish == Finish::Done {
+            // A received message nobody took (a panic between the select
+            // and its handler): dropped, not leaked.
+            // SAFETY: `Done`: the slot holds the message, ours alone.
+            unsafe { self.slot.assume_init_drop() };
+        }
     }
 }
 
@@ -488,7 +546,7 @@ impl<T> std::fmt::Debug for RecvCase<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecvCase")
             .field("rx", self.rx)
-            .field("done", &self.result.is_some())
+            .field("finish", &self.finish)
             .finish()
     }
 }
@@ -497,7 +555,7 @@ impl<T> std::fmt::Debug for SendCase<'_, T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SendCase")
             .field("tx", self.tx)
-            .field("done", &self.result.is_some())
+            .field("finish", &self.finish)
             .finish()
     }
 }
