@@ -1013,6 +1013,27 @@ fn a_case_dropped_with_its_value_drops_it_once() {
     assert_eq!(drops.load(Ordering::Relaxed), 1);
 }
 
+/// A receive case run again (through the hidden API) before its result was
+/// taken stays complete with the message it holds: it neither receives a
+/// second one over it nor loses the first.
+#[test]
+fn a_completed_receive_case_keeps_its_message() {
+    use scalechan::select::{run, Case, RecvCase};
+    let (tx, rx) = bounded(2);
+    tx.send(String::from("first")).unwrap();
+    tx.send(String::from("second")).unwrap();
+    let mut case = RecvCase::new(&rx);
+    let mut order = [0];
+    for _ in 0..2 {
+        assert_eq!(
+            run(&mut [&mut case as &mut dyn Case], &mut order, false, None),
+            Some(0)
+        );
+    }
+    assert_eq!(case.into_result().as_deref(), Ok("first"));
+    assert_eq!(rx.try_recv().as_deref(), Ok("second"));
+}
+
 /// A select holds one copy of a message, in its case: receiving or sending
 /// a 1 MiB message through `select!` or `Select` fits a 4 MiB stack, as a
 /// plain `recv` or `send` does. (Each case used to keep a second copy as

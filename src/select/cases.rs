@@ -81,12 +81,6 @@ impl<'a, T> RecvCase<'a, T> {
     /// # Panics
     /// If the case did not complete (the select chose another).
     pub fn into_result(mut self) -> Result<T, RecvError> {
-        self.take_result()
-    }
-
-    /// [`into_result`](Self::into_result) for a case that stays where it is
-    /// (moving a case moves its slot).
-    pub(crate) fn take_result(&mut self) -> Result<T, RecvError> {
         match mem::replace(&mut self.finish, Finish::Pending) {
             // SAFETY: `Done`: the slot holds the message (written by
             // `received` or by the partner that decided us), and `finish`
@@ -123,6 +117,12 @@ impl<T> sealed::Sealed for RecvCase<'_, T> {}
 
 impl<T> Case for RecvCase<'_, T> {
     fn try_complete(&mut self, _: Token) -> bool {
+        if self.finish != Finish::Pending {
+            // Completed in an earlier select (code that runs the cases
+            // itself) and its result not taken: still complete, and its
+            // message is not overwritten.
+            return true;
+        }
         let got = match self.rx.flavor() {
             // Straight into the slot: a large message is not copied twice.
             // SAFETY: the slot is ours to write: no partner writes it while
@@ -363,11 +363,6 @@ impl<'a, T> SendCase<'a, T> {
     /// # Panics
     /// If the case did not complete (the select chose another).
     pub fn into_result(mut self) -> Result<(), SendError<T>> {
-        self.take_result()
-    }
-
-    /// [`into_result`](Self::into_result) for a case that stays where it is.
-    pub(crate) fn take_result(&mut self) -> Result<(), SendError<T>> {
         match mem::replace(&mut self.finish, Finish::Pending) {
             Finish::Done => Ok(()),
             Finish::Closed => Err(SendError(self.take())),
