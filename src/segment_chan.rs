@@ -439,11 +439,36 @@ impl<T> Channel<T> {
         let mut msg = MaybeUninit::new(msg);
         // SAFETY: `msg` holds our value and is used by nothing else during
         // the call; `Mode::Try` and `Mode::Park` never register.
-        match unsafe { self.send_from(msg.as_mut_ptr(), wait.into()) } {
+        let mut sent = unsafe { self.send_from(msg.as_mut_ptr(), wait.into()) };
+        if let Err(SendStop::Fail(Fail::Timeout)) = sent {
+            // SAFETY: as above (a failed send left the value in `msg`).
+            sent = unsafe { self.send_after_timeout(msg.as_mut_ptr()) };
+        }
+        match sent {
             Ok(()) => Ok(()),
             // SAFETY: a failed send leaves the value where it was.
             Err(SendStop::Fail(fail)) => Err((unsafe { msg.assume_init_read() }, fail)),
             Err(_) => unreachable!("only Mode::Register registers"),
+        }
+    }
+
+    /// A timed send gave up: one more look, as a try. Its waiter withdrew
+    /// when the deadline passed, but a close that came before it may not
+    /// have reached the waiter yet (a closer sets its bit, then fails the
+    /// waiters it finds), and a timed operation must not report a timeout
+    /// on a channel closed before its deadline (found in review, by
+    /// reading). A room that opened just after the deadline is taken too,
+    /// as crossbeam-channel does.
+    ///
+    /// # Safety
+    /// As `send_from`, with `Mode::Try`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn send_after_timeout(&self, msg: *mut T) -> Result<(), SendStop> {
+        // SAFETY: the caller's contract.
+        match unsafe { self.send_from(msg, Mode::Try) } {
+            Err(SendStop::Fail(Fail::WouldBlock)) => Err(SendStop::Fail(Fail::Timeout)),
+            sent => sent,
         }
     }
 
@@ -800,7 +825,31 @@ impl<T> Channel<T> {
                 return Err(RecvStop::Fail(fail));
             }
         }
-        self.recv_into(mode, out)
+        match self.recv_into(mode, out) {
+            // (Only a timed wait times out: not on the inlined try path.)
+            Err(RecvStop::Fail(Fail::Timeout)) => {
+                // SAFETY: the caller's contract; a failed receive wrote
+                // nothing.
+                unsafe { self.recv_after_timeout(out) }
+            }
+            got => got,
+        }
+    }
+
+    /// A timed receive gave up: one more look, as a try, for the reason
+    /// `send_after_timeout` gives (a close before the deadline is
+    /// reported as one, and a message that came just after it is taken).
+    ///
+    /// # Safety
+    /// As `recv_to`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn recv_after_timeout(&self, out: *mut T) -> Result<(), RecvStop> {
+        // SAFETY: the caller's contract.
+        match unsafe { self.recv_to(Mode::Try, out) } {
+            Err(RecvStop::Fail(Fail::WouldBlock)) => Err(RecvStop::Fail(Fail::Timeout)),
+            got => got,
+        }
     }
 
     /// Decides "empty" and "closed and drained" from reads alone.

@@ -1039,19 +1039,28 @@ fn a_completed_receive_case_keeps_its_message() {
 /// plain `recv` or `send` does. (Each case used to keep a second copy as
 /// its result: 6 MiB to receive, 4 to send; crossbeam-channel needs 4 and
 /// 3.) Release builds only: debug builds keep a copy per layer, so there
-/// the thread gets a large stack and this only checks that it works. Not
-/// under Miri (megabyte arrays byte by byte).
+/// every thread gets a large stack and a 64 KiB message, and this only
+/// checks that it works. (Debug frames keep a copy of the message per
+/// layer: with 1 MiB messages and a 16 MiB peer stack, one
+/// ThreadSanitizer run under load reported the peer reading its own epoch
+/// guard at an address inside the select thread's stack, and 5 runs
+/// after did not; the peer likely outgrew its stack.) Not under Miri
+/// (megabyte arrays byte by byte).
 #[test]
 fn a_large_message_through_select_on_a_small_stack() {
     if cfg!(miri) {
         return;
     }
-    const BIG: usize = 1 << 20;
-    type Big = [u8; BIG];
-    let stack = if cfg!(debug_assertions) {
-        64 << 20
+    const BIG: usize = if cfg!(debug_assertions) {
+        1 << 16
     } else {
-        4 << 20
+        1 << 20
+    };
+    type Big = [u8; BIG];
+    let (stack, peer_stack) = if cfg!(debug_assertions) {
+        (64 << 20, 64 << 20)
+    } else {
+        (4 << 20, 16 << 20)
     };
     let on_small_stack = |f: Box<dyn FnOnce() + Send>| {
         thread::Builder::new()
@@ -1066,19 +1075,21 @@ fn a_large_message_through_select_on_a_small_stack() {
         let (tx_back, rx_back) = bounded::<Big>(if parked { 0 } else { 2 });
         // (Not measured: a plain send and receive of 1 MiB take about 2
         // and 4 MiB.)
-        let peer = thread::Builder::new().stack_size(16 << 20).spawn(move || {
-            if parked {
-                thread::sleep(20 * MS);
-            }
-            tx.send([1; BIG]).unwrap();
-            for i in [2, 3] {
+        let peer = thread::Builder::new()
+            .stack_size(peer_stack)
+            .spawn(move || {
                 if parked {
                     thread::sleep(20 * MS);
                 }
-                let back = rx_back.recv().unwrap();
-                assert!(back[0] == i && back[BIG - 1] == i);
-            }
-        });
+                tx.send([1; BIG]).unwrap();
+                for i in [2, 3] {
+                    if parked {
+                        thread::sleep(20 * MS);
+                    }
+                    let back = rx_back.recv().unwrap();
+                    assert!(back[0] == i && back[BIG - 1] == i);
+                }
+            });
         let peer = peer.unwrap();
         on_small_stack(Box::new(move || {
             select! {
@@ -1103,7 +1114,7 @@ fn a_large_message_through_select_on_a_small_stack() {
     }
     let (tx, rx) = bounded::<Big>(1);
     thread::Builder::new()
-        .stack_size(16 << 20)
+        .stack_size(peer_stack)
         .spawn(move || tx.send([4; BIG]).unwrap())
         .unwrap()
         .join()
