@@ -447,14 +447,41 @@ impl Counting {
         lists.side(sender).contains(&entry)
     }
 
-    /// Takes `word`'s entry out of its list, if it is still there.
+    /// Takes `word`'s entry out of its list, if it is still there, and
+    /// clears `WAITERS` if that was the last one: a waiter that gave up
+    /// (a timeout, a select case not chosen) left the flag set, and every
+    /// operation took the lock until one moved the count through it (a
+    /// `recv_timeout` poll on an idle semaphore did so each time; found
+    /// in review).
     fn unlist(&self, word: usize) {
         let (entry, sender) = split(word);
         let mut lists = self.lists.lock().unwrap();
         let list = lists.side(sender);
         if let Some(at) = list.iter().position(|&e| e == entry) {
             list.remove(at);
+            let s = self.state.load(Ordering::Relaxed);
+            self.settle(&lists, s);
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A waiter that gives up leaves the fast paths open again.
+    #[test]
+    fn a_waiter_that_gives_up_clears_the_waiters_flag() {
+        let count = Counting::new(1);
+        let past = Some(Instant::now() - Duration::from_millis(1));
+        let mut unit = ();
+        let slot = &mut unit as *mut ();
+        assert_eq!(count.wait(false, slot, past).err(), Some(Fail::Timeout));
+        assert_eq!(count.state.load(Ordering::Relaxed) & WAITERS, 0);
+        assert!(count.send_fast(), "an uncontended send takes the fast path");
+        assert_eq!(count.wait(true, slot, past).err(), Some(Fail::Timeout));
+        assert_eq!(count.state.load(Ordering::Relaxed) & WAITERS, 0);
     }
 }
 
