@@ -255,6 +255,18 @@ pub(crate) enum RecvStop {
     SelfMet,
 }
 
+impl RecvStop {
+    /// Why a receive that could not register (`Mode::Try` or
+    /// `Mode::Park`) failed.
+    #[inline]
+    pub(crate) fn unregistered(self) -> Fail {
+        match self {
+            RecvStop::Fail(fail) => fail,
+            _ => unreachable!("only Mode::Register registers"),
+        }
+    }
+}
+
 /// Why a send in any [`Mode`] did not complete ([`Channel::send_from`]).
 /// Unless said otherwise, the message is still the caller's, where it was.
 pub(crate) enum SendStop {
@@ -768,10 +780,6 @@ impl<T> Channel<T> {
 
     #[inline(always)]
     pub(crate) fn recv(&self, wait: Wait) -> RecvResult<T> {
-        let stopped = |stop| match stop {
-            RecvStop::Fail(fail) => fail,
-            _ => unreachable!("only Mode::Register registers"),
-        };
         // A large message goes into a place in this frame, and from there
         // into the caller's result: one copy on the way up, not one per
         // `Result` conversion (1 MiB: 3 MiB of stack to receive, was 4).
@@ -779,14 +787,14 @@ impl<T> Channel<T> {
         // `try_recv` two loads inlined in the caller (hence `inline(always)`:
         // without it this function was called, 1.1 -> 1.7-2.4 ns).
         if std::mem::size_of::<T>() <= NEAR_WAITER {
-            return self.recv_in(wait.into()).map_err(stopped);
+            return self.recv_in(wait.into()).map_err(RecvStop::unregistered);
         }
         let mut out = MaybeUninit::<T>::uninit();
         // SAFETY: `out` is ours to write.
         match unsafe { self.recv_to(wait.into(), out.as_mut_ptr()) } {
             // SAFETY: `Ok` means the receive moved a message into `out`.
             Ok(()) => Ok(unsafe { out.assume_init() }),
-            Err(stop) => Err(stopped(stop)),
+            Err(stop) => Err(stop.unregistered()),
         }
     }
 

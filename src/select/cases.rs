@@ -127,13 +127,10 @@ impl<T> Case for RecvCase<'_, T> {
             // Straight into the slot: a large message is not copied twice.
             // SAFETY: the slot is ours to write: no partner writes it while
             // the select is trying its cases (none is registered).
-            Flavor::Chan(shared) => unsafe {
-                shared.chan.recv_to(Mode::Try, self.slot.as_mut_ptr())
+            Flavor::Chan(shared) => {
+                unsafe { shared.chan.recv_to(Mode::Try, self.slot.as_mut_ptr()) }
+                    .map_err(RecvStop::unregistered)
             }
-            .map_err(|stop| match stop {
-                RecvStop::Fail(fail) => fail,
-                _ => unreachable!("only Mode::Register registers"),
-            }),
             Flavor::Timer(timer, convert) => timer.try_recv().map(|at| {
                 self.slot.write(convert(at));
             }),
