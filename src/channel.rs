@@ -333,11 +333,12 @@ impl<T> Sender<T> {
     }
 
     fn send_until(&self, msg: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
-        self.shared
-            .chan
-            .send(msg, Wait::Until(deadline))
+        let chan = &self.shared.chan;
+        chan.send(msg, Wait::Until(deadline))
             .map_err(|(msg, fail)| match fail {
                 Fail::Closed => SendTimeoutError::Closed(msg),
+                // A close before the deadline is reported as one.
+                _ if chan.timeout_or_closed(true) == Fail::Closed => SendTimeoutError::Closed(msg),
                 _ => SendTimeoutError::Timeout(msg),
             })
     }
@@ -413,8 +414,15 @@ impl<T> Receiver<T> {
 
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         self.recv_in(Wait::Until(deadline))
-            .map_err(|fail| match fail {
-                Fail::Closed => RecvTimeoutError::Closed,
+            .map_err(|fail| match (fail, &self.flavor) {
+                (Fail::Closed, _) => RecvTimeoutError::Closed,
+                // A close before the deadline is reported as one (a timer
+                // never closes).
+                (_, Flavor::Chan(shared))
+                    if shared.chan.timeout_or_closed(false) == Fail::Closed =>
+                {
+                    RecvTimeoutError::Closed
+                }
                 _ => RecvTimeoutError::Timeout,
             })
     }
