@@ -416,8 +416,8 @@ impl<T> Receiver<T> {
         self.recv_in(Wait::Until(deadline))
             .map_err(|fail| match (fail, &self.flavor) {
                 (Fail::Closed, _) => RecvTimeoutError::Closed,
-                // A close before the deadline is reported as one (a timer
-                // never closes).
+                // A close before the deadline is reported as one (a
+                // timer's `recv` checks its own flag after its deadline).
                 (_, Flavor::Chan(shared))
                     if shared.chan.timeout_or_closed(false) == Fail::Closed =>
                 {

@@ -25,8 +25,9 @@
 //! can slip past a waiter. The slow path serves waiters first: a send hands
 //! its message straight to a waiting receiver; a receive takes a buffered
 //! message and lets a waiting sender's message take its place (the count
-//! does not move). The flag is cleared by the CAS that moves the count when
-//! both lists are empty.
+//! does not move). The flag is cleared, under the lock, once both lists
+//! are empty: by the CAS that moves the count, by a waiter that gives up
+//! last (`unlist`), and by `close`.
 //!
 //! A waiter is the one-shot [`Waiter`] of the cell channel, registered
 //! through an [`Entry`]; the server decides it by CAS while holding the lock,

@@ -213,7 +213,14 @@ impl Timer {
                 (a, b) => a.or(b),
             };
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Fail::Timeout);
+                // A close between `take_due`'s read of the flag and the
+                // clock read may have come before the deadline: a timed
+                // receive on a closed channel reports `Closed` (SPEC).
+                return Err(if self.is_closed() {
+                    Fail::Closed
+                } else {
+                    Fail::Timeout
+                });
             }
             // SAFETY: the key is our own address, used only for hashing; the
             // validation callback runs under the bucket lock, so a close
