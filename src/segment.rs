@@ -234,6 +234,12 @@ impl<C: SegmentCell> Segment<C> {
         }
     }
 
+    /// Whether this segment holds `index`.
+    #[inline]
+    pub(crate) fn holds(&self, index: u64) -> bool {
+        self.id == index / SEGMENT_CELLS as u64
+    }
+
     /// The index of this segment's first cell.
     pub(crate) fn first_index(&self) -> u64 {
         self.id * SEGMENT_CELLS as u64

@@ -121,6 +121,45 @@ fn close_races_send_and_try_recv() {
     });
 }
 
+/// Bound 2. The inlined first attempts (`Channel::deposit_at_cursor`,
+/// `Channel::take_buffered`) race for the same indices: two senders take
+/// send indices by CAS from the value read, two `try_recv`s see a buffered
+/// cell and then race for its index, and the third message
+/// crosses a segment boundary (2 cells under loom), where the first
+/// attempt gives way to the full path. Every message is received exactly
+/// once.
+#[test]
+fn fast_paths_race_for_indices() {
+    model("fast_paths_race_for_indices", 2, || {
+        let (tx, rx) = unbounded();
+        let tx2 = tx.clone();
+        let (rx2, rx3) = (rx.clone(), rx.clone());
+        let a = thread::spawn(move || {
+            tx.send(1).unwrap();
+            tx.send(2).unwrap();
+        });
+        let b = thread::spawn(move || {
+            tx2.send(10).unwrap();
+            rx3.try_recv().ok()
+        });
+        let c = thread::spawn(move || {
+            let first = rx2.try_recv().ok();
+            first
+                .into_iter()
+                .chain(rx2.try_recv().ok())
+                .collect::<Vec<u32>>()
+        });
+        a.join().unwrap();
+        let mut got: Vec<u32> = b.join().unwrap().into_iter().collect();
+        got.extend(c.join().unwrap());
+        got.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+        // (Both senders are gone: closed, and now drained.)
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        got.sort_unstable();
+        assert_eq!(got, [1, 2, 10], "each message exactly once");
+    });
+}
+
 /// Bound 3. "Closed and drained" is final: a `try_recv` that reports
 /// `Closed` is never followed by a message. Here a receiver times out while
 /// a send that took the same index before the close is about to deposit;
