@@ -165,15 +165,36 @@ impl RaceBackoff {
 /// the value, so it is Relaxed.
 #[inline]
 pub(crate) fn take_index(counter: &sync::atomic::AtomicU64, order: sync::atomic::Ordering) -> u64 {
-    use sync::atomic::Ordering::Relaxed;
-    let seen = counter.load(Relaxed);
-    match counter.compare_exchange(seen, seen.wrapping_add(1), order, Relaxed) {
-        Ok(_) => seen,
-        Err(_) => {
-            RaceBackoff::new().lost();
-            counter.fetch_add(1, order)
-        }
+    let seen = counter.load(sync::atomic::Ordering::Relaxed);
+    if claim_index(counter, seen, order) {
+        seen
+    } else {
+        counter.fetch_add(1, order)
     }
+}
+
+/// Takes index `seen`, a value of `counter` just read, by one CAS (with
+/// `order`, as [`take_index`]); `false` if another thread's increment
+/// got in first, after waiting as `take_index` waits, so the winner keeps
+/// the counter's line for its next operations.
+#[inline]
+pub(crate) fn claim_index(
+    counter: &sync::atomic::AtomicU64,
+    seen: u64,
+    order: sync::atomic::Ordering,
+) -> bool {
+    let taken = counter
+        .compare_exchange(
+            seen,
+            seen.wrapping_add(1),
+            order,
+            sync::atomic::Ordering::Relaxed,
+        )
+        .is_ok();
+    if !taken {
+        RaceBackoff::new().lost();
+    }
+    taken
 }
 
 #[cfg(loom)]

@@ -46,7 +46,7 @@ use crate::counting::{self, Counting, Moved};
 use crate::epoch;
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::{take_index, Backoff, CachePadded, RaceBackoff};
+use crate::loom::{claim_index, take_index, Backoff, CachePadded};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
@@ -633,14 +633,8 @@ impl<T> Channel<T> {
         if s & CLOSED_BIT != 0 || !seg.holds(s) {
             return None;
         }
-        if self
-            .senders
-            .compare_exchange(s, s + 1, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            // Another send took it: wait, as `take_index` does, so the
-            // winner keeps the counter's line for its next sends.
-            RaceBackoff::new().lost();
+        // Relaxed, as in `send_buffered_walk`.
+        if !claim_index(&self.senders, s, Ordering::Relaxed) {
             return None;
         }
         let cell = seg.cell(s);
@@ -960,13 +954,7 @@ impl<T> Channel<T> {
         if cell.state.load(Ordering::Acquire) != BUFFERED {
             return false;
         }
-        if self
-            .receivers
-            .compare_exchange(r, r + 1, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            // Another receive took it: wait, as `take_index` does.
-            RaceBackoff::new().lost();
+        if !claim_index(&self.receivers, r, Ordering::Relaxed) {
             return false;
         }
         // Index `r` is ours, and only its receiver moves a BUFFERED cell
