@@ -957,14 +957,27 @@ impl<T> Channel<T> {
         if !claim_index(&self.receivers, r, Ordering::Relaxed) {
             return false;
         }
-        // Index `r` is ours, and only its receiver moves a BUFFERED cell
-        // on, so the cell still holds the value we saw.
-        // SAFETY: BUFFERED (read with Acquire) and index `r` is ours.
+        // SAFETY: BUFFERED was read with Acquire, and index `r` is ours;
+        // only its receiver moves a BUFFERED cell on, so the cell still
+        // holds the value we saw.
+        unsafe { self.take_message(cell, out) };
+        true
+    }
+
+    /// Moves the message out of `cell` into `out`, marks the cell done and
+    /// returns a bounded channel's permit.
+    ///
+    /// # Safety
+    /// The caller holds the cell's receive index and read `BUFFERED` there
+    /// with Acquire (so the sender's value is in the slot and visible);
+    /// `out` is valid for a write.
+    #[inline(always)]
+    unsafe fn take_message(&self, cell: &Cell<T>, out: *mut T) {
+        // SAFETY: per the contract.
         unsafe { cell.read_into(out) };
         // Relaxed: nobody reads a DONE cell's slot.
         cell.state.store(DONE, Ordering::Relaxed);
         self.release_permit();
-        true
     }
 
     /// Decides "empty" and "closed and drained" from reads alone.
@@ -1089,12 +1102,9 @@ impl<T> Channel<T> {
             loop {
                 match state {
                     BUFFERED => {
-                        // SAFETY: BUFFERED (read with Acquire) means the
-                        // sender's value is in the slot, and index `r` is ours.
-                        unsafe { cell.read_into(out) };
-                        // Relaxed: nobody reads a DONE cell's slot.
-                        cell.state.store(DONE, Ordering::Relaxed);
-                        self.release_permit();
+                        // SAFETY: BUFFERED was read with Acquire, and
+                        // index `r` is ours.
+                        unsafe { self.take_message(cell, out) };
                         return Ok(());
                     }
                     SKIP_SEND => {
