@@ -1,4 +1,6 @@
-//! Epoch-based reclamation for segments and rings.
+//! Epoch-based reclamation: the grace periods of segment lists (which
+//! reclaim their own segments, `segment.rs`, with [`retirement_tag`] and
+//! [`advance`]) and the collector of Lscq's rings ([`retire`]).
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
 //! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
@@ -15,8 +17,9 @@
 //!   fence) and freed once the global epoch is two ahead of that tag;
 //! - the epoch advances only when every pinned participant has seen it.
 //!
-//! Retirement takes a lock; it happens once per segment (every
-//! [`SEGMENT_CELLS`](crate::segment) operations), never per message.
+//! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
+//! segment list keeps its retired segments itself and needs no lock here
+//! (`Segments::reclaim`).
 //!
 //! Why two epochs: a thread pinned at epoch `e` may hold a pointer it loaded
 //! before an object was unlinked and retired at `e`. The epoch reaches `e + 1`
@@ -314,28 +317,34 @@ fn drop_owned(handle: Box<Handle>) {
     drop(handle);
 }
 
-/// Hands `d` to the collector. The object must already be unreachable for
-/// threads that pin from now on.
+/// Hands `d` to the collector, and collects. The object must already be
+/// unreachable for threads that pin from now on.
 pub(crate) fn retire(d: Deferred) {
-    retire_then(d, true)
+    let global = global();
+    let epoch = retirement_tag();
+    global.garbage.lock().unwrap()[epoch % 3].push(d);
+    collect();
 }
 
-/// [`retire`], collecting only if `collect_now`: a caller that has no use
-/// for what a collection would free yet (a segment list with spares in its
-/// pool) skips the global locks, the fence and the read of every
-/// participant's line that a collection costs. Skipping only delays frees:
-/// any thread's collection frees every thread's garbage.
-pub(crate) fn retire_then(d: Deferred, collect_now: bool) {
-    let global = global();
+/// The epoch to tag an object unlinked just before this call with: it may
+/// be freed once the epoch is two past the tag ([`advance`] returns the
+/// epoch). For reclaimers of their own (segment lists) and [`retire`].
+pub(crate) fn retirement_tag() -> usize {
     // The unlink that preceded this call is ordered before the epoch read, so
     // the tag is never older than the last epoch in which a thread could have
     // loaded the pointer.
     fence(Ordering::SeqCst);
-    let epoch = global.epoch.load(Ordering::Relaxed);
-    global.garbage.lock().unwrap()[epoch % 3].push(d);
-    if collect_now {
-        collect();
-    }
+    global().epoch.load(Ordering::Relaxed)
+}
+
+/// Tries to advance the epoch and returns it: an object tagged (by
+/// [`retirement_tag`]) two or more below it may be freed.
+pub(crate) fn advance() -> usize {
+    let global = global();
+    try_advance(global);
+    // Acquire: as in `collect`, pairs with the advance (ours or another
+    // thread's, Release) that saw the critical sections it waited for end.
+    global.epoch.load(Ordering::Acquire)
 }
 
 /// Tries to advance the epoch, then frees what has outlived its grace period.

@@ -167,9 +167,10 @@ pub mod __private {
     }
 
     /// Runs the epoch collector a few times: with no thread pinned, frees
-    /// everything retired so far (loom checks that nothing leaks at the end
-    /// of each model). Safe at any time: it never frees what a pinned thread
-    /// may still reach.
+    /// every Lscq ring retired so far (loom checks that nothing leaks at
+    /// the end of each model; a channel frees its own segments, at the
+    /// latest when it is dropped). Safe at any time: it never frees what a
+    /// pinned thread may still reach.
     pub fn collect_garbage() {
         for _ in 0..3 {
             crate::epoch::collect();
