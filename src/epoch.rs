@@ -384,7 +384,10 @@ fn try_advance(global: &Global) {
             } else {
                 Ordering::Relaxed
             });
-            if state & 1 == 1 && state >> 1 != epoch {
+            // An announcement keeps the epoch's low bits only (the top one
+            // is shifted out): compared on those, so that an epoch past
+            // 2^31 on a 32-bit target still matches its pins.
+            if state & 1 == 1 && state >> 1 != epoch & (usize::MAX >> 1) {
                 return;
             }
         }
