@@ -647,13 +647,16 @@ fn withdrawn_cell_reused_by_the_next_sender() {
     });
 }
 
-/// Bound 3. Two senders time out on a full bounded(1) that nobody drains:
+/// Bound 3 (2 with `loom_rmw_loads`, where 3 took 181 s, 694 154
+/// executions, over 40 % of that run: the plain run and the 4-cell one keep
+/// bound 3). Two senders time out on a full bounded(1) that nobody drains:
 /// one may hand index 0 back while the other takes it (and must wait while
 /// the cell is held, not read it as a permit). Both time out, and the
 /// channel still has exactly its one message and no free slot.
 #[test]
 fn timed_out_senders_hand_an_index_over() {
-    model("timed_out_senders_hand_an_index_over", 3, || {
+    let bound = if cfg!(loom_rmw_loads) { 2 } else { 3 };
+    model("timed_out_senders_hand_an_index_over", bound, || {
         let (tx, rx) = full(1);
         let senders: Vec<_> = [1, 2]
             .into_iter()
