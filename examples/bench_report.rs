@@ -19,9 +19,12 @@
 //! message for each library at each thread count, with the ratio to
 //! crossbeam-channel (or, for the queue groups, to the crossbeam queue of
 //! the same kind), and a log-log plot of throughput (messages per second)
-//! against the thread count, one line per library. The plots need a
-//! TrueType font (text is drawn with ab_glyph, so no system libraries):
-//! the first of a few usual paths that exists, or `SCALECHAN_REPORT_FONT`.
+//! against the thread count, one line per library. A `machine.txt` in the
+//! criterion directory names the machine the results come from, when the
+//! run was made on another (docs/bench/16-cores: a lent 16-core machine).
+//! The plots need a TrueType font (text is drawn with ab_glyph, so no
+//! system libraries): the first of a few usual paths that exists, or
+//! `SCALECHAN_REPORT_FONT`.
 
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
@@ -549,17 +552,35 @@ fn main() {
          regenerate with `benches/quick.sh` (quick mode) or `cargo bench` followed by \
          the two examples (see the script).\n"
     );
-    let _ = writeln!(
-        w,
-        "> **Noisy numbers.** Machine: {}. This is a shared development machine: other \
-         engineers were compiling on it while these benchmarks ran, so single cells can \
-         be off by 2x or more, and with 2 cores every P above 1 (2P threads for the \
-         producer/consumer and ping-pong shapes) is oversubscribed on purpose: those \
-         cells measure behaviour under preemption (spinning versus parking), not \
-         parallel scaling. All medians and ratios below come from one run; compare \
-         libraries within a table, not with other runs.\n",
-        machine()
-    );
+    // A run made elsewhere (the 16-core machine) names its machine in the
+    // criterion directory; the report is then made here from its results.
+    match fs::read_to_string(criterion_dir.join("machine.txt")) {
+        Ok(lent) => {
+            let _ = writeln!(
+                w,
+                "> **Machine:** {}. Nothing else ran on it, and every P up to 16 runs \
+                 on cores of its own (the producer/consumer and ping-pong shapes, 2P \
+                 threads, are oversubscribed at P=16 only): these rows show parallel \
+                 scaling. The quick mode's samples are short, so single cells can be \
+                 off by 20% or more; compare libraries within a table.\n",
+                lent.trim()
+            );
+        }
+        Err(_) => {
+            let _ = writeln!(
+                w,
+                "> **Noisy numbers.** Machine: {}. This is a shared development machine: \
+                 other engineers were compiling on it while these benchmarks ran, so \
+                 single cells can be off by 2x or more, and with 2 cores every P above 1 \
+                 (2P threads for the producer/consumer and ping-pong shapes) is \
+                 oversubscribed on purpose: those cells measure behaviour under \
+                 preemption (spinning versus parking), not parallel scaling. All medians \
+                 and ratios below come from one run; compare libraries within a table, \
+                 not with other runs.\n",
+                machine()
+            );
+        }
+    }
     let run_info = fs::read_to_string(criterion_dir.join("run-info.txt")).unwrap_or_default();
     let _ = writeln!(w, "- Run: {}", run_info.trim().replace('\n', "; "));
     if let Some((a, b)) = span {

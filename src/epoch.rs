@@ -10,7 +10,8 @@
 //! - one participant per thread (a thread-local), registered once in a
 //!   global list and reused after its thread exits;
 //! - `pin` stores the global epoch into the participant and issues a SeqCst
-//!   fence, `unpin` clears it: no read-modify-write on shared state; pins
+//!   fence (on x86, one swap does both), `unpin` clears it: no
+//!   read-modify-write on shared state; pins
 //!   nest (only the outermost announces), and the pin path reads one
 //!   const-initialised thread-local pointer and a plain static;
 //! - retired memory is tagged with the epoch at retirement (after a SeqCst
@@ -60,6 +61,18 @@ impl Deferred {
     }
 }
 
+/// Whether `pin` announces with a SeqCst swap instead of a store and a
+/// SeqCst fence. Both are full barriers on x86, where `xchg` costs less
+/// than `mfence` (on the Intel Xeon of the 16-core machine: see
+/// docs/DESIGN.md, "Memory"); elsewhere, and under loom and Miri (which
+/// check the language's memory model, where only the fence is a fence),
+/// the fence stays.
+const ANNOUNCE_BY_SWAP: bool = cfg!(all(
+    any(target_arch = "x86", target_arch = "x86_64"),
+    not(loom),
+    not(miri)
+));
+
 /// A participant: `0` when not pinned, else `(epoch << 1) | 1`.
 struct Local {
     state: CachePadded<AtomicUsize>,
@@ -83,19 +96,25 @@ impl Local {
         self.depth.set(depth + 1);
         if depth == 0 {
             let epoch = global().epoch.load(Ordering::Relaxed);
-            // Release: a collector that reads this announcement (Relaxed,
-            // then its Acquire fence) and so advances past our previous pin
-            // must see our previous critical sections as done. The Release
-            // of `unpin` alone does not carry over: a plain store ends the
-            // release sequence it headed (C++20), so a collector that read
-            // this value, not the 0 before it, would synchronize with
-            // nothing. (Free on x86-64: a store is a store.)
-            self.state.store((epoch << 1) | 1, Ordering::Release);
-            // Orders the announcement before every pointer load of the
-            // critical section; pairs with the fence in `try_advance`.
-            // (A SeqCst swap instead of store + fence measured the same on
-            // this machine's x86-64, 7 ns either way, so the fence stays.)
-            fence(Ordering::SeqCst);
+            let announced = (epoch << 1) | 1;
+            // The announcement must be ordered before every pointer load of
+            // the critical section (a store-load barrier), pairing with the
+            // fence in `try_advance`. And it must be a Release: a collector
+            // that reads it (Relaxed, then its Acquire fence) and so
+            // advances past our previous pin must see our previous critical
+            // sections as done; the Release of `unpin` alone does not carry
+            // over, since a plain store ends the release sequence it headed
+            // (C++20).
+            if ANNOUNCE_BY_SWAP {
+                // x86: `xchg` is a full barrier, and far cheaper than the
+                // `mfence` of a SeqCst fence on Intel (crossbeam-epoch does
+                // the same). Its Acquire half keeps the compiler from
+                // hoisting the section's loads above it.
+                self.state.swap(announced, Ordering::SeqCst);
+            } else {
+                self.state.store(announced, Ordering::Release);
+                fence(Ordering::SeqCst);
+            }
         }
     }
 

@@ -47,6 +47,7 @@ mod error;
 #[allow(dead_code)] // the shim offers more than each module uses
 mod loom;
 pub mod lscq;
+mod pause;
 pub mod scq;
 mod segment;
 mod segment_chan;

@@ -115,7 +115,11 @@ impl Backoff {
 /// the same runs, whose spin lock waits out a loss with a sleep system
 /// call). The first wait, 128 pauses, is about 1 us on the machine it was
 /// measured on (8.6 ns per pause; 32 and 64 pauses measured 20-30 ns per
-/// message); the cap, 2048, bounds one wait at about 18 us. Under loom each
+/// message); the cap, 2048, bounds one wait at about 18 us. A pause costs
+/// more elsewhere, and on that machine on other days (16 and 25 ns: see
+/// `pause.rs`), so the waits are counts, as tuned, not times: waits made
+/// times (1.1 us) measured no better on the 16-core Intel Xeon and
+/// could not be told apart on 2 cores. Under loom each
 /// wait is a yield. Only for strong CAS loops: a weak CAS that fails
 /// spuriously (on LL/SC machines) lost no race and must not wait.
 pub(crate) struct RaceBackoff {

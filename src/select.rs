@@ -347,7 +347,10 @@ fn register_all(
             }
             let registrar = Registrar { waiter, index };
             let done = match cases[index].register(&registrar) {
-                Registered::Pending => continue,
+                Registered::Pending => {
+                    waiter.note_progress();
+                    continue;
+                }
                 Registered::Done => index,
                 Registered::Partner { index, closed } => {
                     cases[index].complete(closed, TOKEN);

@@ -19,13 +19,15 @@
 //! move to `WAITING`, and registers the lost cases again (kotlinx.coroutines'
 //! select does the same with its re-registration list).
 //!
-//! Before it skips, a partner waits a moment (a pause-spin, well under a
-//! microsecond) for the registration to end, and then decides the waiter
-//! after all. Two selects that register at once on the same rendezvous
-//! channels would otherwise skip each other's cells round after round:
-//! measured, a select receiving on three rendezvous channels against a
-//! select sending on them made five lost rounds per registration and took
-//! ~10 us per message; with the wait, ~1.5 us. A select that is itself
+//! Before it skips, a partner waits a moment (a pause-spin of up to 10 us,
+//! `REGISTRATION_WAIT_NANOS`) for the registration to end, and then
+//! decides the waiter after all. Two selects that register at once on the
+//! same rendezvous channels would otherwise skip each other's cells round
+//! after round: measured on 2 cores, a select receiving on three
+//! rendezvous channels against a select sending on them made five lost
+//! rounds per registration and took ~10 us per message; with a wait of a
+//! fraction of a microsecond, ~1.5 us. On 16 cores that wait was too short
+//! (a registration there takes microseconds): 190 lost rounds per message. A select that is itself
 //! registering (its thread says so in a thread-local while it registers)
 //! may only wait for a waiter of higher [`Waiter::rank`] (address), so no
 //! two selects wait for each other; a plain operation holds no
@@ -113,6 +115,11 @@ pub(crate) struct Waiter {
     state: AtomicUsize,
     done: AtomicUsize,
     parker: Parker,
+    /// How many entries a registering select has published, plus
+    /// `NEW_ROUND` per lost round (wrapping): a delay hint for partners waiting for its registration to end, so
+    /// Relaxed and outside loom's model (under loom nobody waits).
+    #[cfg(not(loom))]
+    progress: std::sync::atomic::AtomicUsize,
     /// Under loom, the rank: addresses change between the executions loom
     /// replays, and a rank order that changed would change the branches.
     /// Creation order is fixed by the schedule.
@@ -161,6 +168,8 @@ impl Waiter {
             state: AtomicUsize::new(state),
             done: AtomicUsize::new(PENDING),
             parker: Parker::new(),
+            #[cfg(not(loom))]
+            progress: std::sync::atomic::AtomicUsize::new(0),
             #[cfg(loom)]
             rank: {
                 // (Not a loom atomic: no model branches on it.)
@@ -275,10 +284,62 @@ impl Waiter {
     /// depend on, so loom reads once.
     #[cold]
     fn await_registration(&self) -> usize {
-        if !cfg!(loom) {
-            spin(|| self.state.load(Ordering::Relaxed) != REGISTERING);
+        #[cfg(not(loom))]
+        if yielding::spinning_helps() {
+            self.spin_while_registering();
         }
         self.state.load(Ordering::Relaxed)
+    }
+
+    /// Pause-spins while the waiter is registering and its owner keeps
+    /// publishing entries: at most [`REGISTRATION_WAIT_NANOS`], and no more
+    /// than [`REGISTRATION_STALL_NANOS`] since the last entry.
+    #[cfg(not(loom))]
+    fn spin_while_registering(&self) {
+        let step = crate::pause::pauses_for(CHECK_EVERY_NANOS);
+        let mut seen = self.progress.load(Ordering::Relaxed);
+        let mut quiet = 0;
+        for _ in 0..REGISTRATION_WAIT_NANOS / CHECK_EVERY_NANOS {
+            if self.state.load(Ordering::Relaxed) != REGISTERING {
+                return;
+            }
+            for _ in 0..step {
+                std::hint::spin_loop();
+            }
+            let now = self.progress.load(Ordering::Relaxed);
+            if now / NEW_ROUND != seen / NEW_ROUND {
+                // A lost round: the owner re-checks its cells, and may
+                // wait for the one we hold.
+                return;
+            }
+            if now != seen {
+                (seen, quiet) = (now, 0);
+            } else {
+                quiet += CHECK_EVERY_NANOS;
+                if quiet >= REGISTRATION_STALL_NANOS {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The owner of a registering waiter published one more entry: a
+    /// partner waiting for the registration to end sees it progress
+    /// ([`Waiter::try_decide`]). Only the owner writes the count.
+    #[inline]
+    pub(crate) fn note_progress(&self) {
+        self.note_progress_by(1);
+    }
+
+    #[inline]
+    fn note_progress_by(&self, step: usize) {
+        #[cfg(not(loom))]
+        self.progress.store(
+            self.progress.load(Ordering::Relaxed).wrapping_add(step),
+            Ordering::Relaxed,
+        );
+        #[cfg(loom)]
+        let _ = step;
     }
 
     /// The owner of a registering waiter completed `case` itself (it found
@@ -315,6 +376,9 @@ impl Waiter {
             Ok(_) => true,
             Err(lost) => {
                 debug_assert_eq!(lost, REGISTERING_LOST);
+                // A partner waiting for us to finish must stop: our
+                // re-check may wait for the cell it holds.
+                self.note_progress_by(NEW_ROUND);
                 // A swap, not a store: it reads the last mark, and Acquire
                 // makes every skipping partner's claim visible, so the
                 // re-check of our cells cannot read a stale entry word.
@@ -469,6 +533,42 @@ pub(crate) unsafe fn close_listed(entry: *const Entry) {
         waiter.wake();
     }
 }
+
+/// How long a partner waits at most for a select to finish registering
+/// before it marks it `LOST` ([`Waiter::try_decide`]). A registration takes
+/// an index on every case's channel, and each take may lose a race and
+/// wait a microsecond (`loom::RaceBackoff`), so on many cores it takes
+/// several: a partner that gave up sooner made the select register again,
+/// which made the next partner give up, round after round. Measured on 16
+/// cores (Intel Xeon), 8 selects receiving on three rendezvous channels
+/// against 8 selects sending on them (Go's `select_sync_contended`), per
+/// message: waiting 15 pauses (0.25 us there), 190 lost rounds and 127 us;
+/// 3 us, 4-7 rounds and 4-6 us; 10 us, 0.3 rounds and 1.2 us
+/// (crossbeam-channel 3.3 us in the same runs). The wait holds the cell
+/// `CLAIMED`, so it stays bounded: the select, re-checking its cells after
+/// a lost round, may be waiting for that very cell.
+#[cfg(not(loom))]
+const REGISTRATION_WAIT_NANOS: u32 = 10_000;
+
+/// A partner stops waiting sooner if the select has published no entry
+/// for this long ([`Waiter::note_progress`]): its thread was preempted
+/// (with more threads than cores, spinning on it only delays it), or it
+/// waits for the cell the partner holds (which a lost round also shows:
+/// `NEW_ROUND`). An entry whose index race was lost can take as long
+/// (`loom::RaceBackoff`'s first wait, 128 pauses: 2.1 us on the Intel
+/// Xeon), so a partner then gives up on a select that was progressing.
+/// Rare enough, measured there: a plain 10 us wait made 0.2-0.3 lost
+/// rounds per message, and these bounds the same time per message.
+#[cfg(not(loom))]
+const REGISTRATION_STALL_NANOS: u32 = 2_000;
+
+/// What a lost round adds to `Waiter::progress` (each entry adds 1): a
+/// partner waiting for the registration stops when it sees a new round.
+const NEW_ROUND: usize = 1 << (usize::BITS / 2);
+
+/// How often a partner waiting for a registration checks it.
+#[cfg(not(loom))]
+const CHECK_EVERY_NANOS: u32 = 100;
 
 /// Pause-spin rounds before yielding: round `i` spins `2^i` times, 15
 /// pauses in all. Longer pause-spinning measured slower here in every
