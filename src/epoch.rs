@@ -62,8 +62,8 @@ impl Deferred {
 }
 
 /// Whether `pin` announces with a SeqCst swap instead of a store and a
-/// SeqCst fence. Both are full barriers on x86, where `xchg` costs less
-/// than `mfence` (on the Intel Xeon of the 16-core machine: see
+/// SeqCst fence. Both are full barriers on x86 hardware, where `xchg`
+/// costs less than `mfence` (on the Intel Xeon of the 16-core machine: see
 /// docs/DESIGN.md, "Memory"); elsewhere, and under loom and Miri (which
 /// check the language's memory model, where only the fence is a fence),
 /// the fence stays.
@@ -106,11 +106,17 @@ impl Local {
             // over, since a plain store ends the release sequence it headed
             // (C++20).
             if ANNOUNCE_BY_SWAP {
-                // x86: `xchg` is a full barrier, and far cheaper than the
-                // `mfence` of a SeqCst fence on Intel (crossbeam-epoch does
-                // the same). Its Acquire half keeps the compiler from
-                // hoisting the section's loads above it.
+                // x86: `xchg` is a full barrier, and cheaper than the
+                // `mfence` of a SeqCst fence on Intel. This leans on the
+                // hardware: in the language's model a SeqCst RMW followed
+                // by Relaxed loads is no store-load barrier against the
+                // fence in `try_advance` (crossbeam-epoch's pin takes the
+                // same liberty with a SeqCst compare-exchange). The
+                // compiler fence keeps the section's loads below the swap
+                // in the compiled code (the swap's Acquire half already
+                // should).
                 self.state.swap(announced, Ordering::SeqCst);
+                std::sync::atomic::compiler_fence(Ordering::SeqCst);
             } else {
                 self.state.store(announced, Ordering::Release);
                 fence(Ordering::SeqCst);

@@ -19,16 +19,17 @@
 //! move to `WAITING`, and registers the lost cases again (kotlinx.coroutines'
 //! select does the same with its re-registration list).
 //!
-//! Before it skips, a partner waits a moment (a pause-spin of up to 10 us,
-//! `REGISTRATION_WAIT_NANOS`) for the registration to end, and then
+//! Before it skips, a partner waits a moment (a pause-spin of up to 10 us
+//! while the registration progresses, `REGISTRATION_WAIT_NANOS`) for the
+//! registration to end, and then
 //! decides the waiter after all. Two selects that register at once on the
 //! same rendezvous channels would otherwise skip each other's cells round
 //! after round: measured on 2 cores, a select receiving on three
 //! rendezvous channels against a select sending on them made five lost
 //! rounds per registration and took ~10 us per message; with a wait of a
 //! fraction of a microsecond, ~1.5 us. On 16 cores that wait was too short
-//! (a registration there takes microseconds): 190 lost rounds per message. A select that is itself
-//! registering (its thread says so in a thread-local while it registers)
+//! (a registration there takes microseconds): 190 lost rounds per message.
+//! A select that is itself registering (its thread says so in a thread-local while it registers)
 //! may only wait for a waiter of higher [`Waiter::rank`] (address), so no
 //! two selects wait for each other; a plain operation holds no
 //! registration and may wait for any. The wait is bounded because
@@ -116,8 +117,9 @@ pub(crate) struct Waiter {
     done: AtomicUsize,
     parker: Parker,
     /// How many entries a registering select has published, plus
-    /// `NEW_ROUND` per lost round (wrapping): a delay hint for partners waiting for its registration to end, so
-    /// Relaxed and outside loom's model (under loom nobody waits).
+    /// `NEW_ROUND` per lost round (wrapping): a delay hint for partners
+    /// waiting for its registration to end, so Relaxed and outside loom's
+    /// model (under loom nobody waits).
     #[cfg(not(loom))]
     progress: std::sync::atomic::AtomicUsize,
     /// Under loom, the rank: addresses change between the executions loom
@@ -557,13 +559,18 @@ const REGISTRATION_WAIT_NANOS: u32 = 10_000;
 /// `NEW_ROUND`). An entry whose index race was lost can take as long
 /// (`loom::RaceBackoff`'s first wait, 128 pauses: 2.1 us on the Intel
 /// Xeon), so a partner then gives up on a select that was progressing.
-/// Rare enough, measured there: a plain 10 us wait made 0.2-0.3 lost
-/// rounds per message, and these bounds the same time per message.
+/// Rare enough, measured there: a plain 10 us wait made 0.1-0.3 lost
+/// rounds per message, and the wait with these bounds took the same time
+/// per message.
 #[cfg(not(loom))]
 const REGISTRATION_STALL_NANOS: u32 = 2_000;
 
 /// What a lost round adds to `Waiter::progress` (each entry adds 1): a
-/// partner waiting for the registration stops when it sees a new round.
+/// partner waiting for the registration stops when it sees a new round
+/// begin. (Not one that began between the state it read and its first
+/// read of `progress`: that partner waits out the stall bound instead. On
+/// a 32-bit target 65 536 entries of one select carry into the round half,
+/// which only ends a wait early.)
 const NEW_ROUND: usize = 1 << (usize::BITS / 2);
 
 /// How often a partner waiting for a registration checks it.
