@@ -459,6 +459,35 @@ mod tests {
         FREED.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Collects until the object retired with (at least) `tag`, counted
+    /// in `FREED` from `before`, is freed, and checks that the epoch was
+    /// then two or more past the tag (a signed difference, so across a
+    /// wrap too). Other tests in this binary may hold a pin for a moment
+    /// and delay an advance, so it collects within a bound that only a
+    /// collector which never frees can reach.
+    fn collect_until_freed(before: usize, tag: usize) {
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            // Freed read before the epoch: a free seen here happened at an
+            // epoch no later than the one read next.
+            let freed = FREED.load(Ordering::SeqCst) > before;
+            let now = global().epoch.load(Ordering::SeqCst);
+            if freed {
+                assert!(
+                    now.wrapping_sub(tag) as isize >= 2,
+                    "freed at epoch {now}, before the epoch was two ahead of its tag {tag}"
+                );
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < give_up,
+                "never freed (epoch went from {tag} to {now})"
+            );
+            collect();
+            std::thread::yield_now();
+        }
+    }
+
     #[test]
     fn retired_objects_are_freed_after_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -469,29 +498,7 @@ mod tests {
         let p = Box::into_raw(Box::new(7u64)) as *mut ();
         // SAFETY: `p` is unreachable (never shared) and `count_free` frees it once.
         retire(unsafe { Deferred::new(p, count_free) });
-        // Other tests in this binary may hold a pin for a moment and delay
-        // an advance, so collect until the free happens, within a bound
-        // that only a collector which never frees can reach.
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            // Freed read before the epoch: a free seen here happened at an
-            // epoch no later than the one read next.
-            let freed = FREED.load(Ordering::SeqCst) > before;
-            let now = epoch();
-            if freed {
-                assert!(
-                    now.wrapping_sub(oldest_tag) >= 2,
-                    "freed before the epoch was two ahead of its tag"
-                );
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < give_up,
-                "never freed (epoch went from {oldest_tag} to {now})"
-            );
-            collect();
-            std::thread::yield_now();
-        }
+        collect_until_freed(before, oldest_tag);
     }
 
     /// The epoch wraps (a 32-bit target's does after 2^32 advances, and
@@ -504,7 +511,6 @@ mod tests {
     fn retirement_across_the_wrap_waits_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let epoch = || global().epoch.load(Ordering::SeqCst);
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(20);
         // Pinned one epoch behind, this thread holds the epoch at
         // `usize::MAX` while the object retires there, so the collection
         // in `retire` empties bag `(MAX + 1) % 3 = 0`, the object's own
@@ -519,23 +525,7 @@ mod tests {
         retire(unsafe { Deferred::new(p, count_free) });
         assert_eq!(FREED.load(Ordering::SeqCst), before, "freed at age 0");
         drop(guard);
-        loop {
-            let freed = FREED.load(Ordering::SeqCst) > before;
-            let now = epoch();
-            if freed {
-                assert!(
-                    now.wrapping_sub(tag) >= 2 && now.wrapping_sub(tag) < usize::MAX / 2,
-                    "freed at epoch {now}, tagged {tag}"
-                );
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < give_up,
-                "never freed (epoch went from {tag} to {now})"
-            );
-            collect();
-            std::thread::yield_now();
-        }
+        collect_until_freed(before, tag);
     }
 
     #[test]
