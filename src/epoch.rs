@@ -1,6 +1,7 @@
 //! Epoch-based reclamation: the grace periods of segment lists (which
-//! reclaim their own segments, `segment.rs`, with [`retirement_tag`] and
-//! [`advance`]) and the collector of Lscq's rings ([`retire`]).
+//! reclaim their own segments, `segment.rs`, with [`retirement_tag`],
+//! [`current`] and [`advance`]) and the collector of Lscq's rings
+//! ([`retire`]).
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
 //! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
@@ -364,6 +365,15 @@ pub(crate) fn retirement_tag() -> usize {
     // loaded the pointer.
     fence(Ordering::SeqCst);
     global().epoch.load(Ordering::Relaxed)
+}
+
+/// The epoch now: an object tagged (by [`retirement_tag`]) two or more
+/// below it may be freed. No scan of the participants (see [`advance`]).
+#[inline]
+pub(crate) fn current() -> usize {
+    // Acquire: as in `advance`, pairs with the advance (Release) that saw
+    // the critical sections it waited for end.
+    global().epoch.load(Ordering::Acquire)
 }
 
 /// Tries to advance the epoch and returns it: an object tagged (by

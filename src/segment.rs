@@ -793,7 +793,18 @@ impl<C: SegmentCell> Segments<C> {
         {
             return;
         }
-        let now = epoch::advance();
+        // The epoch as other threads left it, first: with many threads
+        // retiring, it has often moved two past our oldest tag already,
+        // and then no scan of every thread's pin is needed. A scan (a
+        // global lock and a cache miss per thread) only for the oldest
+        // segment, and only if it is not yet expired: the segments after
+        // it are younger, and the one just retired is always too young.
+        // Scanning on every retirement, 16 threads each on its own
+        // `bounded(100)` on 16 cores took 240 ns per message (one thread
+        // alone: 70-85); scanning so, 31 scans per 1000 messages fell to 4
+        // and the time to 150-175 (crossbeam-channel: 31-54 throughout).
+        let mut now = epoch::current();
+        let mut oldest = true;
         // Relaxed: only the holder of `reclaiming` writes it.
         let mut p = self.retired.load(Ordering::Relaxed);
         loop {
@@ -806,9 +817,19 @@ impl<C: SegmentCell> Segments<C> {
             // Untagged: still linked, or its retirer has not read the
             // epoch yet (a later reclaim, its own or the next retirer's,
             // takes it).
-            if tagged == UNTAGGED || !expired(tagged, now) {
+            if tagged == UNTAGGED {
                 break;
             }
+            if !expired(tagged, now) {
+                if !oldest {
+                    break;
+                }
+                now = epoch::advance();
+                if !expired(tagged, now) {
+                    break;
+                }
+            }
+            oldest = false;
             // Retired, so both cursors went past it and `next` is set.
             let next = seg.next.load(Ordering::Acquire);
             self.retired.store(next, Ordering::Relaxed);
@@ -1021,6 +1042,41 @@ mod loom_models {
                 for side in [Side::Push, Side::Pop] {
                     let start = list.cursor(side, &guard);
                     list.find(side, start, index, &guard);
+                }
+            }
+            reader.join().unwrap();
+        });
+    }
+
+    /// Bound 2. As above, with a second list walked step for step with
+    /// the first: its reclaims advance the epoch too, so a reclaim of the
+    /// first list can find its oldest segment two epochs past its tag at
+    /// the epoch as read, and free it without a scan of its own. The
+    /// reader's pin must hold it all the same (checked: that path's grace
+    /// period cut to one advance lets loom see the read and the overwrite
+    /// unordered).
+    #[test]
+    fn epoch_moved_by_another_list_still_waits_for_the_reader() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(2);
+        builder.check(|| {
+            let list = std::sync::Arc::new(Segments::<Watched>::new());
+            let other = Segments::<Watched>::new();
+            let view = list.clone();
+            let reader = loom::thread::spawn(move || {
+                let guard = epoch::pin();
+                // SAFETY: loaded from `head` while pinned.
+                let seg = unsafe { &*view.head(&guard) };
+                let v = seg.cell(seg.first_index()).value.with(|v| unsafe { *v });
+                assert_eq!(v, 7, "a cell read after its segment was reset");
+            });
+            for index in 0..4 * SEGMENT_CELLS as u64 {
+                for walked in [&other, &*list] {
+                    let guard = epoch::pin();
+                    for side in [Side::Push, Side::Pop] {
+                        let start = walked.cursor(side, &guard);
+                        walked.find(side, start, index, &guard);
+                    }
                 }
             }
             reader.join().unwrap();
