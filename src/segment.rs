@@ -91,22 +91,6 @@ const RECLAIM_EVERY: u64 = 4;
 /// ns per message (65), and a drained channel keeps up to 13 segments (8).
 const SPARES: usize = if cfg!(loom) { 1 } else { 8 };
 
-/// Retired segments a list may hold waiting for the epoch before the
-/// thread retiring more yields its core, once per retirement.
-///
-/// With more threads than cores, a thread preempted while pinned (an
-/// operation is pinned most of the time a thread runs) holds the epoch
-/// back until the scheduler runs it again, and every list keeps what it
-/// retires meanwhile: 8 threads on their own unbounded channels on 2
-/// cores held 50 000-90 000 segments (30-50 MiB of `u64` cells, and as
-/// many times more as a message is larger), one shared channel 10 000-25
-/// 000. A retirer that finds its list this far behind gives the pinned
-/// threads its core instead; with it the same runs held about 1 900 and
-/// 270 segments, at 0.91-0.99 of the throughput. On cores enough for
-/// every thread the epoch keeps up and nobody yields.
-#[cfg(not(loom))]
-const BACKLOG_YIELD: u64 = 256;
-
 /// Segments allocated and not yet freed, across all lists (for tests that
 /// check memory stays bounded): plain std atomics, not part of any protocol.
 /// Sharded by thread: one global counter, updated by every channel creation
@@ -856,23 +840,8 @@ impl<C: SegmentCell> Segments<C> {
             unsafe { Segment::release_ref(p) };
             p = next;
         }
-        // How far the epoch holds this list back: retired segments not
-        // yet freed (`BACKLOG_YIELD`). Not under loom: models never come
-        // near the bound, and the load would only add interleavings.
-        // SAFETY: we hold `reclaiming`, and only its holder drops the
-        // list's reference on a segment, so neither `p` nor `head` (at or
-        // after `p`) can be freed meanwhile.
-        #[cfg(not(loom))]
-        let backlog = unsafe {
-            let newest = self.head.load(Ordering::Acquire);
-            (*newest).id.saturating_sub((*p).id)
-        };
         // Release: our moves of `retired` happen before the next holder's.
         self.reclaiming.store(false, Ordering::Release);
-        #[cfg(not(loom))]
-        if backlog > BACKLOG_YIELD {
-            std::thread::yield_now();
-        }
     }
 
     /// Visits every cell of every live segment (from `head`), in order.

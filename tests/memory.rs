@@ -251,46 +251,6 @@ fn long_lived_unbounded_segments() -> (usize, usize) {
     (after_drain, peak)
 }
 
-/// Go's ChanUncontended shape: `threads` threads, each on an unbounded
-/// channel of its own, send a burst of 100 and receive it, `rounds`
-/// times. Each list reclaims its own segments, and scans the other
-/// threads' pins only when its oldest retired segment is not yet free
-/// at the epoch the others left (`Segments::reclaim`): every list must
-/// still get its segments back. Returns the live segments (over the
-/// start) once every thread is done, while every channel is alive.
-fn threads_on_their_own_channels(threads: usize, rounds: usize) -> usize {
-    let base = scalechan::__private::live_segments();
-    let done = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
-    let counted = std::sync::Arc::new(std::sync::Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let (done, counted) = (done.clone(), counted.clone());
-            thread::spawn(move || {
-                let (tx, rx) = unbounded::<u64>();
-                for round in 0..rounds {
-                    for k in 0..100 {
-                        tx.send((round * 100 + k) as u64).unwrap();
-                    }
-                    for k in 0..100 {
-                        assert_eq!(rx.recv(), Ok((round * 100 + k) as u64));
-                    }
-                }
-                done.wait();
-                // The channel lives until the count is taken.
-                counted.wait();
-                drop((tx, rx));
-            })
-        })
-        .collect();
-    done.wait();
-    let live = scalechan::__private::live_segments() - base;
-    counted.wait();
-    for h in handles {
-        h.join().unwrap();
-    }
-    live
-}
-
 /// Go's ChanPopular shape: `threads` workers each loop on a select over
 /// one shared channel that never fires (a `quit` channel) and its own work
 /// channel, which the main thread feeds. Every select that parks registers
@@ -520,28 +480,6 @@ fn memory() {
     if live >= 64 {
         failures.push(format!(
             "{live} segments live after {rounds} rounds of selects on a quiet channel (limit 64)"
-        ));
-    }
-
-    // (c2) threads on channels of their own each get their segments back,
-    // though a list scans the others' pins only when its oldest retired
-    // segment needs it (other lists' scans move the epoch too).
-    let (threads, rounds) = if cfg!(miri) { (3, 20) } else { (8, 5_000) };
-    let live = threads_on_their_own_channels(threads, rounds);
-    report.push(format!(
-        "{threads} threads on their own unbounded channels, {rounds} rounds of 100: {live} live segments"
-    ));
-    // With more threads than cores, a thread preempted while pinned holds
-    // the epoch back until it runs again, and a list keeps what it
-    // retires meanwhile; past 256 such segments the retiring thread yields
-    // its core once per retirement (`BACKLOG_YIELD`), so that the pinned
-    // threads run on and unpin. Per channel: those 256, a pool of 8
-    // spares, its live segments. Before the yield, 8 threads here held
-    // 25 000-53 000 (of 125 000 that passed through).
-    let limit = 320 * threads;
-    if live >= limit {
-        failures.push(format!(
-            "{threads} threads on their own channels: {live} live segments (limit {limit})"
         ));
     }
 
