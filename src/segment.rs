@@ -1015,6 +1015,30 @@ mod loom_models {
         }
     }
 
+    /// A thread that pins, loads the list's oldest live segment and reads
+    /// a cell of it: the value must still be the one `init` wrote.
+    fn spawn_head_reader(list: std::sync::Arc<Segments<Watched>>) -> loom::thread::JoinHandle<()> {
+        loom::thread::spawn(move || {
+            let guard = epoch::pin();
+            // SAFETY: loaded from `head` while pinned.
+            let seg = unsafe { &*list.head(&guard) };
+            // SAFETY: a read; loom reports it if a reset's write is not
+            // ordered after it (the segment reused or freed too early).
+            let v = seg.cell(seg.first_index()).value.with(|v| unsafe { *v });
+            assert_eq!(v, 7, "a cell read after its segment was reset");
+        })
+    }
+
+    /// Takes `index` on both sides, as a send and a receive would (one
+    /// pin): both cursors move on, retiring (and reclaiming) what they pass.
+    fn take_on_both_sides(list: &Segments<Watched>, index: u64) {
+        let guard = epoch::pin();
+        for side in [Side::Push, Side::Pop] {
+            let start = list.cursor(side, &guard);
+            list.find(side, start, index, &guard);
+        }
+    }
+
     /// Bound 3. A reader pins, loads the list's oldest live segment and
     /// reads a cell of it, while the main thread moves both cursors three
     /// segments on (2 cells each under loom): segments 0 and 1 retire and
@@ -1029,20 +1053,9 @@ mod loom_models {
         builder.preemption_bound = Some(3);
         builder.check(|| {
             let list = std::sync::Arc::new(Segments::<Watched>::new());
-            let view = list.clone();
-            let reader = loom::thread::spawn(move || {
-                let guard = epoch::pin();
-                // SAFETY: loaded from `head` while pinned.
-                let seg = unsafe { &*view.head(&guard) };
-                let v = seg.cell(seg.first_index()).value.with(|v| unsafe { *v });
-                assert_eq!(v, 7, "a cell read after its segment was reset");
-            });
+            let reader = spawn_head_reader(list.clone());
             for index in 0..4 * SEGMENT_CELLS as u64 {
-                let guard = epoch::pin();
-                for side in [Side::Push, Side::Pop] {
-                    let start = list.cursor(side, &guard);
-                    list.find(side, start, index, &guard);
-                }
+                take_on_both_sides(&list, index);
             }
             reader.join().unwrap();
         });
@@ -1062,22 +1075,10 @@ mod loom_models {
         builder.check(|| {
             let list = std::sync::Arc::new(Segments::<Watched>::new());
             let other = Segments::<Watched>::new();
-            let view = list.clone();
-            let reader = loom::thread::spawn(move || {
-                let guard = epoch::pin();
-                // SAFETY: loaded from `head` while pinned.
-                let seg = unsafe { &*view.head(&guard) };
-                let v = seg.cell(seg.first_index()).value.with(|v| unsafe { *v });
-                assert_eq!(v, 7, "a cell read after its segment was reset");
-            });
+            let reader = spawn_head_reader(list.clone());
             for index in 0..4 * SEGMENT_CELLS as u64 {
-                for walked in [&other, &*list] {
-                    let guard = epoch::pin();
-                    for side in [Side::Push, Side::Pop] {
-                        let start = walked.cursor(side, &guard);
-                        walked.find(side, start, index, &guard);
-                    }
-                }
+                take_on_both_sides(&other, index);
+                take_on_both_sides(&list, index);
             }
             reader.join().unwrap();
         });
