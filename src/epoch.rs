@@ -1,23 +1,36 @@
-//! Epoch-based reclamation: the grace periods of segment lists (which
-//! reclaim their own segments, `segment.rs`, with [`retirement_tag`],
-//! [`current`] and [`advance`]) and the collector of Lscq's rings
-//! ([`retire`]).
+//! Epoch-based reclamation in domains: each segment list keeps an epoch
+//! of its own and reclaims its own segments (`segment.rs`, with
+//! [`retirement_tag`], [`current`] and [`advance`]); Lscq's rings go to the
+//! collector ([`retire`]), which has a domain of its own.
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
 //! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
 //! runs take over a million for a two-thread model; see NOTES.md):
 //!
-//! - one global epoch counter;
 //! - one participant per thread (a thread-local), registered once in a
 //!   global list and reused after its thread exits;
-//! - `pin` stores the global epoch into the participant and issues a SeqCst
-//!   fence (on x86, one swap does both), `unpin` clears it: no
-//!   read-modify-write on shared state; pins
-//!   nest (only the outermost announces), and the pin path reads one
-//!   const-initialised thread-local pointer and a plain static;
-//! - retired memory is tagged with the epoch at retirement (after a SeqCst
-//!   fence) and freed once the global epoch is two ahead of that tag;
-//! - the epoch advances only when every pinned participant has seen it.
+//! - `pin(domain)` stores the domain's epoch, with a tag naming the domain,
+//!   into the participant and issues a SeqCst fence (on x86, one swap does
+//!   both), `unpin` clears it: no read-modify-write on shared state; pins
+//!   nest (only the outermost pin of a domain announces), and the pin path
+//!   reads one const-initialised thread-local pointer and the domain;
+//! - retired memory is tagged with its domain's epoch at retirement (after
+//!   a SeqCst fence) and freed once that epoch is two ahead of the tag;
+//! - a domain's epoch advances only when every participant pinned *in that
+//!   domain* has seen it.
+//!
+//! Why domains: with one epoch for the whole process, a thread preempted
+//! while pinned on one channel held back the reclamation of every other:
+//! 8 threads on 2 cores, each on a channel of its own, held 50 000-90 000
+//! segments mid-run. A pin names its domain, so the threads pinned on other
+//! channels do not count (docs/DESIGN.md, "Memory").
+//!
+//! A participant has two announcement slots: the outermost pin takes the
+//! first, a nested pin in a second domain (a receive that serves a sender
+//! queued for a permit works on the channel's list and on the permit
+//! queue's) the second, and a nested pin in a third domain turns the
+//! second into a wildcard that holds back every domain until the outermost
+//! pin ends.
 //!
 //! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
 //! segment list keeps its retired segments itself and needs no lock here
@@ -29,7 +42,7 @@
 //! `e + 2` only after every thread pinned at `e` has moved on, so no pointer
 //! loaded before the unlink survives.
 
-use crate::loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::loom::CachePadded;
 use std::cell::Cell;
@@ -74,54 +87,205 @@ const ANNOUNCE_BY_SWAP: bool = cfg!(all(
     not(miri)
 ));
 
-/// A participant: `0` when not pinned, else `(epoch << 1) | 1`.
-struct Local {
-    state: CachePadded<AtomicUsize>,
-    in_use: AtomicBool,
-    /// How deeply the owning thread is pinned. Only the thread that claimed
-    /// `in_use` touches it (a plain `Cell`: no atomic, and no extra loom
-    /// interleavings).
-    depth: Cell<usize>,
+/// Whether every domain keeps an epoch of its own. An announcement must
+/// then name its domain beside the epoch, which takes a 64-bit word; a
+/// 32-bit target keeps one epoch for all domains (the collector's), and
+/// its announcements name none.
+const OWN_EPOCHS: bool = usize::BITS >= 64;
+
+// An announcement (a participant's slot) is 0 when unused, else: bit 0
+// (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; bits 2 and
+// up, the low `EPOCH_BITS` of the domain's epoch; the top `TAG_BITS`, the
+// domain's tag (`Domain::tag`).
+const PINNED: usize = 1;
+const WILDCARD: usize = 2;
+/// Enough that two domains in use at once rarely share a tag (sharing one
+/// is safe: see `holds_back`), and few enough to leave 46 bits of epoch.
+const TAG_BITS: u32 = if OWN_EPOCHS { 16 } else { 0 };
+const EPOCH_BITS: u32 = usize::BITS - 2 - TAG_BITS;
+const EPOCH_MASK: usize = usize::MAX >> (usize::BITS - EPOCH_BITS);
+const TAG_MASK: usize = !((EPOCH_MASK << 2) | PINNED | WILDCARD);
+
+/// Whether the announcement `state` holds back the domain tagged `tag`
+/// from advancing past `epoch`: a wildcard always does, a pin in the domain
+/// does until it has seen `epoch`, a pin elsewhere never does.
+///
+/// A pin elsewhere whose domain shares the tag is taken for a pin in this
+/// one: at worst it holds this domain back for a while. The epochs are
+/// compared on their low `EPOCH_BITS` only (so an epoch past that width,
+/// or a wrap, changes nothing): an announcement matches at most one of any
+/// two consecutive epochs, so a pinned thread still holds back the second
+/// advance. It could match a second time only had it loaded the epoch
+/// 2^46 advances of its domain before storing it (a thread stopped between
+/// two instructions for weeks of reclamation at full speed).
+#[inline]
+fn holds_back(state: usize, tag: usize, epoch: usize) -> bool {
+    state & PINNED != 0
+        && (state & WILDCARD != 0
+            || (state & TAG_MASK == tag && (state >> 2) & EPOCH_MASK != epoch & EPOCH_MASK))
 }
 
-// SAFETY: `state` and `in_use` are atomics; `depth` is only accessed by the
-// one thread that owns the participant (it claimed `in_use` with an Acquire
-// CAS, and the previous owner released it with a Release store after its
-// last access), so it is never accessed concurrently.
+/// A grace-period domain: an epoch, and what its pins announce. Each
+/// segment list has one (a pin on one list then leaves the others free to
+/// reclaim); Lscq's rings share the collector's.
+pub(crate) struct Domain {
+    /// Every pin in the domain reads it, and only an advance writes it.
+    /// Not padded: a segment list sits inside its channel, and padding
+    /// here took the channel past the 1 KiB of glibc's small requests
+    /// (see `crate::loom::CachePadded`).
+    epoch: AtomicUsize,
+}
+
+impl Domain {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Domain {
+            epoch: AtomicUsize::new(0),
+        }
+    }
+
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Domain {
+            epoch: AtomicUsize::new(0),
+        }
+    }
+
+    /// The epoch counter this domain advances and tags with.
+    #[inline]
+    fn counter(&self) -> &AtomicUsize {
+        if OWN_EPOCHS {
+            &self.epoch
+        } else {
+            &global().collector.epoch
+        }
+    }
+
+    /// The domain's tag in announcements: bits of its address, spread by a
+    /// multiplicative hash (neighbouring channels differ in few low bits).
+    /// Read only while the domain is borrowed, so it cannot move meanwhile,
+    /// and every pin of one use of the domain names the same tag.
+    #[inline]
+    fn tag(&self) -> usize {
+        (self as *const Self as usize).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) & TAG_MASK
+    }
+
+    /// What a pin in this domain announces.
+    #[inline]
+    fn announcement(&self) -> usize {
+        let epoch = self.counter().load(Ordering::Relaxed);
+        self.tag() | ((epoch & EPOCH_MASK) << 2) | PINNED
+    }
+}
+
+/// What a participant's second slot announces.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nested {
+    /// Nothing: every pin is in the outermost pin's domain.
+    None,
+    /// A pin in this second domain.
+    In(*const Domain),
+    /// The wildcard: pins in a third domain came.
+    Any,
+}
+
+/// A participant: two announcement slots, and what its thread has pinned.
+struct Local {
+    /// The outermost pin's announcement, then a nested pin's in another
+    /// domain (see `Nested`). One line: a scan reads both.
+    slots: CachePadded<[AtomicUsize; 2]>,
+    in_use: AtomicBool,
+    /// How deeply the owning thread is pinned. Only the thread that claimed
+    /// `in_use` touches it and the two below (plain `Cell`s: no atomics,
+    /// and no extra loom interleavings).
+    depth: Cell<usize>,
+    /// The outermost pin's domain (meaningful while `depth > 0`).
+    outer: Cell<*const Domain>,
+    /// What the second slot announces.
+    nested: Cell<Nested>,
+    /// The participant registered before this one (`Arc::into_raw`, null
+    /// for the first): written before this one is published, never after.
+    next: *const Local,
+}
+
+// SAFETY: `slots` and `in_use` are atomics; the `Cell`s are only accessed
+// by the one thread that owns the participant (it claimed `in_use` with an
+// Acquire CAS, and the previous owner released it with a Release store
+// after its last access), so they are never accessed concurrently.
 unsafe impl Sync for Local {}
+// SAFETY: the domain pointers in `outer` and `nested` are only compared,
+// never dereferenced; `next` is written before the participant is shared
+// and only read after; the rest is `Send` (a participant moves to the next
+// thread that claims it, as `Sync` above describes).
+unsafe impl Send for Local {}
 
 impl Local {
+    fn new() -> Self {
+        Local {
+            slots: CachePadded::new([AtomicUsize::new(0), AtomicUsize::new(0)]),
+            in_use: AtomicBool::new(true),
+            depth: Cell::new(0),
+            outer: Cell::new(ptr::null()),
+            nested: Cell::new(Nested::None),
+            next: ptr::null(),
+        }
+    }
+
     #[inline]
-    fn pin(&self) {
+    fn pin(&self, domain: &Domain) {
         let depth = self.depth.get();
         self.depth.set(depth + 1);
         if depth == 0 {
-            let epoch = global().epoch.load(Ordering::Relaxed);
-            let announced = (epoch << 1) | 1;
-            // The announcement must be ordered before every pointer load of
-            // the critical section (a store-load barrier), pairing with the
-            // fence in `try_advance`. And it must be a Release: a collector
-            // that reads it (Relaxed, then its Acquire fence) and so
-            // advances past our previous pin must see our previous critical
-            // sections as done; the Release of `unpin` alone does not carry
-            // over, since a plain store ends the release sequence it headed
-            // (C++20).
-            if ANNOUNCE_BY_SWAP {
-                // x86: `xchg` is a full barrier, and cheaper than the
-                // `mfence` of a SeqCst fence on Intel. This leans on the
-                // hardware: in the language's model a SeqCst RMW followed
-                // by Relaxed loads is no store-load barrier against the
-                // fence in `try_advance` (crossbeam-epoch's pin takes the
-                // same liberty with a SeqCst compare-exchange). The
-                // compiler fence keeps the section's loads below the swap
-                // in the compiled code (the swap's Acquire half already
-                // should).
-                self.state.swap(announced, Ordering::SeqCst);
-                std::sync::atomic::compiler_fence(Ordering::SeqCst);
-            } else {
-                self.state.store(announced, Ordering::Release);
-                fence(Ordering::SeqCst);
+            self.outer.set(domain);
+            self.announce(0, domain.announcement());
+        } else if !ptr::eq(self.outer.get(), domain) {
+            self.pin_nested(domain);
+        }
+    }
+
+    /// A pin inside another domain's.
+    #[cold]
+    fn pin_nested(&self, domain: &Domain) {
+        match self.nested.get() {
+            Nested::None => {
+                self.nested.set(Nested::In(domain));
+                self.announce(1, domain.announcement());
             }
+            Nested::In(d) if ptr::eq(d, domain) => {}
+            Nested::In(_) => {
+                // A third domain: the wildcard covers the second one too
+                // (one store replaces its announcement).
+                self.nested.set(Nested::Any);
+                self.announce(1, WILDCARD | PINNED);
+            }
+            Nested::Any => {}
+        }
+    }
+
+    /// Stores `word` in slot `slot`, ordered before every load that follows.
+    #[inline]
+    fn announce(&self, slot: usize, word: usize) {
+        // The announcement must be ordered before every pointer load of
+        // the critical section (a store-load barrier), pairing with the
+        // fence in `try_advance`. And it must be a Release: a collector
+        // that reads it (Relaxed, then its Acquire fence) and so advances
+        // past our previous pin must see our previous critical sections as
+        // done; the Release of `unpin` alone does not carry over, since a
+        // plain store ends the release sequence it headed (C++20).
+        if ANNOUNCE_BY_SWAP {
+            // x86: `xchg` is a full barrier, and cheaper than the `mfence`
+            // of a SeqCst fence on Intel. This leans on the hardware: in
+            // the language's model a SeqCst RMW followed by Relaxed loads
+            // is no store-load barrier against the fence in `try_advance`
+            // (crossbeam-epoch's pin takes the same liberty with a SeqCst
+            // compare-exchange). The compiler fence keeps the section's
+            // loads below the swap in the compiled code (the swap's Acquire
+            // half already should).
+            self.slots[slot].swap(word, Ordering::SeqCst);
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            self.slots[slot].store(word, Ordering::Release);
+            fence(Ordering::SeqCst);
         }
     }
 
@@ -132,21 +296,45 @@ impl Local {
         if depth == 0 {
             // Release: every access of the critical section happens before
             // a collector that reads "not pinned" frees anything.
-            self.state.store(0, Ordering::Release);
+            self.slots[0].store(0, Ordering::Release);
+            if self.nested.get() != Nested::None {
+                self.nested.set(Nested::None);
+                self.slots[1].store(0, Ordering::Release);
+            }
         }
+    }
+
+    /// Whether the thread's pins cover `domain` now.
+    fn covers(&self, domain: &Domain) -> bool {
+        self.depth.get() > 0
+            && (ptr::eq(self.outer.get(), domain)
+                || match self.nested.get() {
+                    Nested::None => false,
+                    Nested::In(d) => ptr::eq(d, domain),
+                    Nested::Any => true,
+                })
     }
 }
 
 struct Global {
-    epoch: AtomicUsize,
-    locals: Mutex<Vec<Arc<Local>>>,
+    /// The domain of the collector ([`retire`]); on a 32-bit target, the
+    /// epoch of every domain.
+    collector: Domain,
+    /// Every participant ever registered, newest first: a stack that only
+    /// grows (a participant is reused, never removed), so a scan walks it
+    /// without a lock. Each entry holds a reference (`Arc::into_raw`).
+    /// (A lock held scans one at a time, each across a likely cache miss
+    /// per thread, and since every list now scans for itself, scans
+    /// are as many as lists reclaiming.)
+    locals: AtomicPtr<Local>,
     /// Retired objects in three bags by tag modulo 3. A collector at epoch
     /// `now` empties bag `(now + 1) % 3`: its tags are `now - 2`, `now - 5`,
     /// ... (no tag is newer than `now`), all past their grace period. So a
     /// collection costs what it frees, not what is waiting: a thread pinned
-    /// through a time slice holds the epoch back while thousands of segments
+    /// through a time slice holds the epoch back while thousands of objects
     /// retire, and scanning all of them on every retirement took a sixth of
-    /// an oversubscribed benchmark's time (measured: unbounded_mpmc, 4 pairs).
+    /// an oversubscribed benchmark's time (measured: unbounded_mpmc, 4 pairs,
+    /// when segments still went to the collector).
     /// Each entry keeps its tag, and is freed only if the tag is two behind:
     /// the congruence breaks where the epoch wraps (2^32 is not a multiple
     /// of 3: on a 32-bit target, the bag emptied at epoch `2^32 - 1` held
@@ -158,8 +346,8 @@ impl Global {
     #[cfg(not(loom))]
     const fn new() -> Self {
         Global {
-            epoch: AtomicUsize::new(0),
-            locals: Mutex::new(Vec::new()),
+            collector: Domain::new(),
+            locals: AtomicPtr::new(ptr::null_mut()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
     }
@@ -167,8 +355,8 @@ impl Global {
     #[cfg(loom)]
     fn new() -> Self {
         Global {
-            epoch: AtomicUsize::new(0),
-            locals: Mutex::new(Vec::new()),
+            collector: Domain::new(),
+            locals: AtomicPtr::new(ptr::null_mut()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
     }
@@ -201,25 +389,68 @@ struct Handle {
 
 impl Handle {
     fn register() -> Handle {
-        let mut locals = global().locals.lock().unwrap();
-        let reusable = locals.iter().find(|l| {
+        let global = global();
+        // Acquire: a participant's initialisation (and its `next`) happens
+        // before our reads of it.
+        let newest = global.locals.load(Ordering::Acquire);
+        // SAFETY: every entry is kept alive by the list's reference.
+        if let Some(local) = unsafe { participants(newest) }.find(|l| {
             l.in_use
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-        });
-        let local = match reusable {
-            Some(l) => l.clone(),
-            None => {
-                let l = Arc::new(Local {
-                    state: CachePadded::new(AtomicUsize::new(0)),
-                    in_use: AtomicBool::new(true),
-                    depth: Cell::new(0),
-                });
-                locals.push(l.clone());
-                l
+        }) {
+            let local: *const Local = local;
+            // SAFETY: an entry of the list, which holds a reference on it.
+            unsafe {
+                Arc::increment_strong_count(local);
+                return Handle {
+                    local: Arc::from_raw(local),
+                };
             }
-        };
-        Handle { local }
+        }
+        let local = Arc::new(Local::new());
+        let fresh = Arc::into_raw(local.clone()) as *mut Local;
+        let mut head = newest;
+        loop {
+            // SAFETY: not yet published, so ours alone to write.
+            unsafe { (*fresh).next = head };
+            // Release publishes the participant with its `next`.
+            match global.locals.compare_exchange_weak(
+                head,
+                fresh,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Handle { local },
+                Err(now) => head = now,
+            }
+        }
+    }
+}
+
+/// The participants from `newest` on.
+///
+/// # Safety
+/// `newest` was loaded (Acquire) from `Global::locals`, which keeps every
+/// entry alive for as long as the global lives.
+unsafe fn participants<'a>(newest: *const Local) -> impl Iterator<Item = &'a Local> {
+    // SAFETY: per the contract; `next` was set before its entry was
+    // published.
+    std::iter::successors(unsafe { newest.as_ref() }, |l| unsafe { l.next.as_ref() })
+}
+
+impl Drop for Global {
+    fn drop(&mut self) {
+        // Only under loom, where the global lives for one execution (a
+        // static is never dropped): the list's references go.
+        let mut p = self.locals.load(Ordering::Relaxed);
+        while !p.is_null() {
+            // SAFETY: the list's reference, from `Arc::into_raw`, dropped
+            // once; `next` read before it goes.
+            let next = unsafe { (*p).next };
+            drop(unsafe { Arc::from_raw(p) });
+            p = next as *mut Local;
+        }
     }
 }
 
@@ -275,17 +506,18 @@ pub(crate) struct Guard {
     _not_send: PhantomData<*mut ()>,
 }
 
-/// Pins the current thread.
+/// Pins the current thread in `domain`: what the domain's objects held
+/// reachable stays allocated until the guard drops.
 #[inline]
-pub(crate) fn pin() -> Guard {
+pub(crate) fn pin(domain: &Domain) -> Guard {
     let local = LOCAL.try_with(Cell::get).unwrap_or(ptr::null());
     if local.is_null() {
-        return pin_slow();
+        return pin_slow(domain);
     }
     // SAFETY: a non-null `LOCAL` points to this thread's participant, kept
     // alive by the global list (see `LOCAL`); only this thread uses its
-    // `depth`.
-    unsafe { &*local }.pin();
+    // `Cell`s.
+    unsafe { &*local }.pin(domain);
     Guard {
         local,
         owned: ptr::null_mut(),
@@ -296,7 +528,7 @@ pub(crate) fn pin() -> Guard {
 /// First pin of a thread (registers it), or a pin after its thread-locals
 /// were destroyed (uses a temporary participant).
 #[cold]
-fn pin_slow() -> Guard {
+fn pin_slow(domain: &Domain) -> Guard {
     let local = HANDLE
         .try_with(|h| {
             let p: *const Local = &*h.local;
@@ -307,7 +539,7 @@ fn pin_slow() -> Guard {
     match local {
         Some(local) => {
             // SAFETY: as in `pin`: `HANDLE` owns this thread's participant.
-            unsafe { &*local }.pin();
+            unsafe { &*local }.pin(domain);
             Guard {
                 local,
                 owned: ptr::null_mut(),
@@ -319,13 +551,28 @@ fn pin_slow() -> Guard {
             // SAFETY: just leaked; freed by the guard's drop.
             let local: *const Local = unsafe { &*(*handle).local };
             // SAFETY: `handle` keeps the participant alive.
-            unsafe { &*local }.pin();
+            unsafe { &*local }.pin(domain);
             Guard {
                 local,
                 owned: handle,
                 _not_send: PhantomData,
             }
         }
+    }
+}
+
+/// Pins the current thread in the collector's domain (Lscq's rings).
+#[inline]
+pub(crate) fn pin_collector() -> Guard {
+    pin(&global().collector)
+}
+
+impl Guard {
+    /// Whether this thread's pins cover `domain` (for debug checks that a
+    /// list is walked under a pin in its own domain).
+    pub(crate) fn covers(&self, domain: &Domain) -> bool {
+        // SAFETY: as in `drop`: the participant outlives the guard.
+        unsafe { &*self.local }.covers(domain)
     }
 }
 
@@ -351,52 +598,54 @@ fn drop_owned(handle: Box<Handle>) {
 /// unreachable for threads that pin from now on.
 pub(crate) fn retire(d: Deferred) {
     let global = global();
-    let epoch = retirement_tag();
+    let epoch = retirement_tag(&global.collector);
     global.garbage.lock().unwrap()[epoch % 3].push((epoch, d));
     collect();
 }
 
-/// The epoch to tag an object unlinked just before this call with: it may
-/// be freed once the epoch is two past the tag ([`advance`] returns the
-/// epoch). For reclaimers of their own (segment lists) and [`retire`].
-pub(crate) fn retirement_tag() -> usize {
+/// The epoch of `domain` to tag an object unlinked just before this call
+/// with: it may be freed once the epoch is two past the tag ([`advance`]
+/// returns the epoch). For reclaimers of their own (segment lists) and
+/// [`retire`].
+pub(crate) fn retirement_tag(domain: &Domain) -> usize {
     // The unlink that preceded this call is ordered before the epoch read, so
     // the tag is never older than the last epoch in which a thread could have
     // loaded the pointer.
     fence(Ordering::SeqCst);
-    global().epoch.load(Ordering::Relaxed)
+    domain.counter().load(Ordering::Relaxed)
 }
 
-/// The epoch now: an object tagged (by [`retirement_tag`]) two or more
-/// below it may be freed. No scan of the participants (see [`advance`]).
+/// The epoch of `domain` now: an object tagged (by [`retirement_tag`]) two
+/// or more below it may be freed. No scan of the participants (see
+/// [`advance`]).
 #[inline]
-pub(crate) fn current() -> usize {
+pub(crate) fn current(domain: &Domain) -> usize {
     // Acquire: as in `advance`, pairs with the advance (Release) that saw
     // the critical sections it waited for end.
-    global().epoch.load(Ordering::Acquire)
+    domain.counter().load(Ordering::Acquire)
 }
 
-/// Tries to advance the epoch and returns it: an object tagged (by
-/// [`retirement_tag`]) two or more below it may be freed.
-pub(crate) fn advance() -> usize {
-    let global = global();
-    try_advance(global);
+/// Tries to advance the epoch of `domain` and returns it: an object tagged
+/// (by [`retirement_tag`]) two or more below it may be freed.
+pub(crate) fn advance(domain: &Domain) -> usize {
+    try_advance(domain);
     // Acquire: as in `collect`, pairs with the advance (ours or another
     // thread's, Release) that saw the critical sections it waited for end.
-    global.epoch.load(Ordering::Acquire)
+    domain.counter().load(Ordering::Acquire)
 }
 
-/// Tries to advance the epoch, then frees what has outlived its grace period.
+/// Tries to advance the collector's epoch, then frees what has outlived its
+/// grace period.
 pub(crate) fn collect() {
     let global = global();
-    try_advance(global);
+    try_advance(&global.collector);
     let mut garbage = global.garbage.lock().unwrap();
     // Read under the lock: every entry pushed so far was tagged with an epoch
     // read before its push, so no tag is newer than `now`. (Read before the
     // lock, a concurrent retire could push a tag of `now + 1` into the very
     // bag this collection empties.) A bag skipped because two advances came
     // between collections is emptied three advances later: late, never early.
-    let now = global.epoch.load(Ordering::Acquire);
+    let now = global.collector.counter().load(Ordering::Acquire);
     // Run under the lock, so collecting allocates nothing; deferred frees
     // only return memory (they never retire or collect). An entry the wrap
     // put in this bag too young stays for the bag's next turn.
@@ -413,37 +662,41 @@ pub(crate) fn collect() {
     }
 }
 
-fn try_advance(global: &Global) {
-    let epoch = global.epoch.load(Ordering::Relaxed);
+fn try_advance(domain: &Domain) {
+    let counter = domain.counter();
+    let epoch = counter.load(Ordering::Relaxed);
     // Pairs with the fence in `pin`: either we see a participant's
     // announcement, or it sees this epoch (or a later one) and so cannot
     // have loaded anything retired before it.
     fence(Ordering::SeqCst);
+    let tag = domain.tag();
     {
-        let locals = global.locals.lock().unwrap();
-        for local in locals.iter() {
+        // Acquire: as in `register`. A participant whose announcement
+        // fence came before ours pushed itself before that fence, so this
+        // load sees it; one we miss fences after us, and its loads see
+        // everything before our fence (as for an announcement we miss).
+        let newest = global().locals.load(Ordering::Acquire);
+        // SAFETY: loaded from the list, as `participants` requires.
+        for slot in unsafe { participants(newest) }.flat_map(|local| local.slots.iter()) {
             // (Acquire under `--cfg scalechan_tsan`: ThreadSanitizer does
             // not model fences, and without the Acquire fence below it
             // sees no order between a critical section and the frees after
             // it. Same semantics, spelt the way TSan tracks.)
-            let state = local.state.load(if cfg!(scalechan_tsan) {
+            let state = slot.load(if cfg!(scalechan_tsan) {
                 Ordering::Acquire
             } else {
                 Ordering::Relaxed
             });
-            // An announcement keeps the epoch's low bits only (the top one
-            // is shifted out): compared on those, so that an epoch past
-            // 2^31 on a 32-bit target still matches its pins.
-            if state & 1 == 1 && state >> 1 != epoch & (usize::MAX >> 1) {
+            if holds_back(state, tag, epoch) {
                 return;
             }
         }
     }
-    // Acquire: the critical sections of participants seen unpinned, or
-    // pinned again at this epoch (both Release stores), happen before
-    // anything freed after this advance.
+    // Acquire: the critical sections of participants seen unpinned, pinned
+    // elsewhere, or pinned again at this epoch (all Release stores), happen
+    // before anything freed after this advance.
     fence(Ordering::Acquire);
-    let _ = global.epoch.compare_exchange(
+    let _ = counter.compare_exchange(
         epoch,
         epoch.wrapping_add(1),
         Ordering::Release,
@@ -481,7 +734,7 @@ mod tests {
             // Freed read before the epoch: a free seen here happened at an
             // epoch no later than the one read next.
             let freed = FREED.load(Ordering::SeqCst) > before;
-            let now = global().epoch.load(Ordering::SeqCst);
+            let now = global().collector.counter().load(Ordering::SeqCst);
             if freed {
                 assert!(
                     now.wrapping_sub(tag) as isize >= 2,
@@ -501,7 +754,7 @@ mod tests {
     #[test]
     fn retired_objects_are_freed_after_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let epoch = || global().epoch.load(Ordering::SeqCst);
+        let epoch = || global().collector.counter().load(Ordering::SeqCst);
         let before = FREED.load(Ordering::Relaxed);
         // The retirement's tag is at least this epoch.
         let oldest_tag = epoch();
@@ -520,14 +773,20 @@ mod tests {
     #[test]
     fn retirement_across_the_wrap_waits_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let epoch = || global().epoch.load(Ordering::SeqCst);
+        let epoch = || global().collector.counter().load(Ordering::SeqCst);
         // Pinned one epoch behind, this thread holds the epoch at
         // `usize::MAX` while the object retires there, so the collection
         // in `retire` empties bag `(MAX + 1) % 3 = 0`, the object's own
         // (`MAX % 3 = 0`), at age 0.
-        global().epoch.store(usize::MAX - 1, Ordering::SeqCst);
-        let guard = pin();
-        global().epoch.store(usize::MAX, Ordering::SeqCst);
+        global()
+            .collector
+            .counter()
+            .store(usize::MAX - 1, Ordering::SeqCst);
+        let guard = pin_collector();
+        global()
+            .collector
+            .counter()
+            .store(usize::MAX, Ordering::SeqCst);
         let before = FREED.load(Ordering::Relaxed);
         let tag = epoch();
         let p = Box::into_raw(Box::new(9u64)) as *mut ();
@@ -541,13 +800,13 @@ mod tests {
     #[test]
     fn pinned_thread_blocks_freeing() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let guard = pin();
-        let start = global().epoch.load(Ordering::Relaxed);
+        let guard = pin_collector();
+        let start = global().collector.counter().load(Ordering::Relaxed);
         for _ in 0..8 {
             collect();
         }
         // Pinned at `start` (or one before): the epoch cannot run two ahead.
-        let now = global().epoch.load(Ordering::Relaxed);
+        let now = global().collector.counter().load(Ordering::Relaxed);
         assert!(
             now.wrapping_sub(start) <= 1,
             "epoch ran ahead of a pinned thread"
@@ -604,7 +863,7 @@ mod loom_models {
             let reader_view = shared.clone();
             let reader = loom::thread::spawn(move || {
                 {
-                    let _guard = pin();
+                    let _guard = pin_collector();
                     let p = reader_view.load(Ordering::Acquire);
                     if !p.is_null() {
                         // SAFETY: loaded while pinned, so not yet freed.
@@ -612,7 +871,7 @@ mod loom_models {
                         assert_eq!(v, 7);
                     }
                 }
-                let _guard = pin();
+                let _guard = pin_collector();
                 loom::thread::yield_now();
             });
             shared.store(ptr::null_mut(), Ordering::Release);
@@ -639,7 +898,7 @@ mod loom_models {
             let linked = std::sync::Arc::new(AtomicBool::new(true));
             let (f2, l2) = (freed.clone(), linked.clone());
             let reader = loom::thread::spawn(move || {
-                let _guard = pin();
+                let _guard = pin_collector();
                 if l2.load(Ordering::Acquire) {
                     assert!(
                         !f2.load(Ordering::Acquire),

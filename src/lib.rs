@@ -33,8 +33,10 @@
 //! the partner then skips. `bounded(n)` puts a counting semaphore in front of
 //! the sends; `bounded(0)` parks senders in their cell until a receiver takes
 //! the message. Zero-sized messages (a `bounded::<()>(n)` semaphore) are a
-//! count in one word instead. Segments are reclaimed with epochs and reused from a small
-//! pool, so steady traffic does not allocate.
+//! count in one word instead. Segments are reclaimed with epochs, each
+//! channel's its own (a thread preempted mid-operation holds back only the
+//! channel it is on), and reused from a small pool, so steady traffic does
+//! not allocate.
 #![warn(missing_docs, missing_debug_implementations, unsafe_op_in_unsafe_fn)]
 
 mod atomic128;

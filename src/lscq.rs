@@ -213,7 +213,7 @@ impl<T> Lscq<T> {
     /// assert_eq!(q.pop(), Some("a"));
     /// ```
     pub fn push(&self, value: T) {
-        let _guard = epoch::pin();
+        let _guard = epoch::pin_collector();
         let mut value = value;
         loop {
             // Acquire: the ring behind the pointer was initialised before
@@ -274,7 +274,7 @@ impl<T> Lscq<T> {
     /// assert_eq!(q.pop(), Some(1));
     /// ```
     pub fn pop(&self) -> Option<T> {
-        let _guard = epoch::pin();
+        let _guard = epoch::pin_collector();
         loop {
             let cq = self.head.load(Ordering::Acquire);
             // SAFETY: loaded from `head` while pinned: not freed before we
@@ -328,7 +328,7 @@ impl<T> Lscq<T> {
     /// assert_eq!(q.len(), 2);
     /// ```
     pub fn len(&self) -> usize {
-        let _guard = epoch::pin();
+        let _guard = epoch::pin_collector();
         let mut n = 0;
         let mut p = self.head.load(Ordering::Acquire);
         while !p.is_null() {
@@ -359,7 +359,7 @@ impl<T> Lscq<T> {
     /// ```
     #[doc(hidden)]
     pub fn ring_count(&self) -> usize {
-        let _guard = epoch::pin();
+        let _guard = epoch::pin_collector();
         let mut n = 0;
         let mut p = self.head.load(Ordering::Acquire);
         while !p.is_null() {

@@ -9,9 +9,11 @@
 //! past it: from then on no new operation can reach it, because every
 //! operation starts its walk from a cursor it loaded *before* taking its
 //! index (so the cursor names a segment at or before the index's segment).
-//! Operations in flight are pinned ([`crate::epoch`]), which delays the free
-//! until they have finished. A thread parked in a cell holds no pin (a long
-//! park would stall reclamation everywhere); it holds a reference on the
+//! Operations in flight are pinned ([`crate::epoch`]) in the list's own
+//! domain ([`Segments::pin`]), which delays the free until they have
+//! finished; a thread pinned on another list (preempted mid-operation, say)
+//! delays nothing here. A thread parked in a cell holds no pin (a long
+//! park would stall the list's reclamation); it holds a reference on the
 //! segment instead (`refs`): the list's own reference is dropped once the
 //! epoch has moved two past the segment's retirement, and whoever drops the
 //! last reference frees the segment.
@@ -28,15 +30,16 @@
 //! the other's segments into the other's pool, pulling those lines across).
 //!
 //! A list that goes quiet keeps what its last reclaim could not free (the
-//! segments retired within two epochs of it, more if a thread pinned
-//! through a time slice held the epoch back during a burst) until it
-//! retires again or is dropped: a collector for the whole process freed
-//! those at any thread's next collection, at the cost above.
+//! segments retired within two epochs of it, up to three reclaim windows,
+//! more if a thread pinned on it through a time slice held its epoch back
+//! during a burst) until it retires again or is dropped: a collector for
+//! the whole process freed those at any thread's next collection, at the
+//! cost above.
 //!
 //! Freed segments go to a small per-list pool of spares, so steady traffic
 //! allocates nothing: a segment is allocated only when the pool is empty.
 
-use crate::epoch::{self, Guard};
+use crate::epoch::{self, Domain, Guard};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::Arc;
@@ -79,13 +82,19 @@ pub(crate) fn give_back(counter: &AtomicU64, index: u64) -> bool {
         .is_ok()
 }
 
-/// A list reclaims on retiring a segment whose id is a multiple of this,
-/// and whenever its spare pool runs low.
+/// A list reclaims on retiring a segment whose id is a multiple of this.
+/// Its epoch moves only when it reclaims (one scan of every thread's pin
+/// each time), so the segments retired between two reclaims share a tag
+/// and are freed together two reclaims later: one scan per this many
+/// segments. Reclaiming also whenever the pool ran low, as when the epoch
+/// was global, settled on one scan per segment: each reclaim freed the
+/// one segment of the epoch before last and left the pool low again (one
+/// thread on an unbounded channel: 31 scans per 1000 messages; 7.8 now).
 const RECLAIM_EVERY: u64 = 4;
 
 /// Spare segments kept per list for reuse: enough to take in what one
 /// reclaim frees, since a list reclaims only every `RECLAIM_EVERY`
-/// segments or when its pool runs low. Measured against 4 spares: steady
+/// segments. Measured against 4 spares: steady
 /// traffic allocates nothing (4 allocations per 100 000 messages on an
 /// unbounded channel with 4), two threads on separate channels run at 62
 /// ns per message (65), and a drained channel keeps up to 13 segments (8).
@@ -413,17 +422,6 @@ impl<C: SegmentCell> Spares<C> {
         drop(unsafe { Box::from_raw(p) });
     }
 
-    /// Fewer than half the slots hold a spare (read only).
-    fn is_low(&self) -> bool {
-        let held = self
-            .slots
-            .iter()
-            .filter(|slot| !slot.load(Ordering::Relaxed).is_null())
-            .count();
-        // Doubled rather than halved: exact for any `SPARES` (loom's is 1).
-        2 * held < SPARES
-    }
-
     fn take(&self) -> *mut Segment<C> {
         for slot in &self.slots {
             if !slot.load(Ordering::Relaxed).is_null() {
@@ -476,7 +474,24 @@ pub(crate) struct Segments<C> {
     /// until made) whose reference the list holds until it drops; retired
     /// segments hold the others.
     spares: AtomicPtr<Spares<C>>,
+    /// The list's grace periods: its operations pin here, so a thread
+    /// pinned on another channel (preempted mid-operation, say) never
+    /// holds back this one's reclamation. Unused where `shared_domain` is
+    /// set.
+    own_domain: Domain,
+    /// Null, or the domain of the list this one belongs with (a bounded
+    /// channel's permit queue uses its channel's): a receive that serves a
+    /// queued sender then pins once, not in a second domain inside the
+    /// first. That list outlives this one.
+    shared_domain: *const Domain,
 }
+
+// SAFETY: `shared_domain` points to a domain (atomics only) that outlives
+// the list; everything else is atomics, and segments are shared through
+// them under the reclamation protocol whatever thread drops the list.
+unsafe impl<C: Send> Send for Segments<C> {}
+// SAFETY: as above.
+unsafe impl<C: Send> Sync for Segments<C> {}
 
 impl<C: SegmentCell> Segments<C> {
     pub(crate) fn new() -> Self {
@@ -500,7 +515,31 @@ impl<C: SegmentCell> Segments<C> {
             retired: AtomicPtr::new(first),
             reclaiming: AtomicBool::new(false),
             spares: AtomicPtr::new(ptr::null_mut()),
+            own_domain: Domain::new(),
+            shared_domain: ptr::null(),
         }
+    }
+
+    /// The domain of the list at `list` (which need not be initialised
+    /// yet), for a list that is to share it ([`LazySegments::new`]).
+    pub(crate) fn domain_of(list: *const Self) -> *const Domain {
+        // SAFETY: only the field's address is computed; nothing is read.
+        unsafe { ptr::addr_of!((*list).own_domain) }
+    }
+
+    /// The list's grace-period domain.
+    #[inline]
+    fn domain(&self) -> &Domain {
+        // SAFETY: a shared domain outlives this list (`shared_domain`).
+        unsafe { self.shared_domain.as_ref() }.unwrap_or(&self.own_domain)
+    }
+
+    /// Pins the current thread in this list's domain: every segment it
+    /// reaches stays allocated until the guard drops. The guard for every
+    /// walk of this list.
+    #[inline]
+    pub(crate) fn pin(&self) -> Guard {
+        epoch::pin(self.domain())
     }
 
     /// The pool, if a retirement has made it.
@@ -544,14 +583,16 @@ impl<C: SegmentCell> Segments<C> {
 
     /// The cursor of `side`; load it *before* taking an index.
     #[inline]
-    pub(crate) fn cursor(&self, side: Side, _guard: &Guard) -> *const Segment<C> {
+    pub(crate) fn cursor(&self, side: Side, guard: &Guard) -> *const Segment<C> {
+        debug_assert!(guard.covers(self.domain()), "not pinned on this list");
         // Acquire: the segment's initialisation happens before our reads.
         self.cursors[side as usize].load(Ordering::Acquire)
     }
 
     /// The oldest live segment, for walks that visit every cell (close).
     #[inline]
-    pub(crate) fn head(&self, _guard: &Guard) -> *const Segment<C> {
+    pub(crate) fn head(&self, guard: &Guard) -> *const Segment<C> {
+        debug_assert!(guard.covers(self.domain()), "not pinned on this list");
         self.head.load(Ordering::Acquire)
     }
 
@@ -622,7 +663,7 @@ impl<C: SegmentCell> Segments<C> {
         claim: impl Fn(&C) -> bool,
         mut settle: impl FnMut(&C, bool),
     ) {
-        let guard = epoch::pin();
+        let guard = self.pin();
         // Relaxed loads: no data is read through them; the CAS on the
         // counter decides, and the cell is reached through the cursor and
         // `next` links (Acquire), after any reset of a reused segment.
@@ -756,21 +797,19 @@ impl<C: SegmentCell> Segments<C> {
                 // reference, which waits for the tag stored below.
                 let reclaim = unsafe {
                     let pool = self.spares_ref();
-                    // Reclaim when the pool runs low (what is reclaimed
-                    // comes back to it), and on every fourth segment
-                    // anyway, so that retirements without growth (a long
-                    // drain) still free at their own pace. Each retirement
-                    // advancing the epoch, its global lock and reads of
-                    // every thread's epoch line cost two threads on
-                    // separate channels a third of their time (47 -> 77
-                    // ns per message from one thread to two; 66 then).
-                    let reclaim = cfg!(loom) || pool.is_low() || (*head).id % RECLAIM_EVERY == 0;
+                    // Reclaim on every fourth segment (`RECLAIM_EVERY`).
+                    // Each retirement advancing the epoch, its global lock
+                    // and reads of every thread's epoch line cost two
+                    // threads on separate channels a third of their time
+                    // (47 -> 77 ns per message from one thread to two; 66
+                    // then).
+                    let reclaim = cfg!(loom) || (*head).id % RECLAIM_EVERY == 0;
                     (*head).spares.with_mut(|s| *s = Some(pool));
                     // Release: a reclaimer that reads the tag (Acquire)
                     // sees `spares` set.
                     (*head)
                         .retired_at
-                        .store(tag(epoch::retirement_tag()), Ordering::Release);
+                        .store(tag(epoch::retirement_tag(self.domain())), Ordering::Release);
                     reclaim
                 };
                 if reclaim {
@@ -803,7 +842,7 @@ impl<C: SegmentCell> Segments<C> {
         // `bounded(100)` on 16 cores took 240 ns per message (one thread
         // alone: 70-85); scanning so, 31 scans per 1000 messages fell to 4
         // and the time to 150-175 (crossbeam-channel: 31-54 throughout).
-        let mut now = epoch::current();
+        let mut now = epoch::current(self.domain());
         let mut oldest = true;
         // Relaxed: only the holder of `reclaiming` writes it.
         let mut p = self.retired.load(Ordering::Relaxed);
@@ -824,7 +863,7 @@ impl<C: SegmentCell> Segments<C> {
                 if !oldest {
                     break;
                 }
-                now = epoch::advance();
+                now = epoch::advance(self.domain());
                 if !expired(tagged, now) {
                     break;
                 }
@@ -887,12 +926,25 @@ impl<C> Drop for Segments<C> {
 /// channel matter to programs that make channels by the million.
 pub(crate) struct LazySegments<C> {
     list: AtomicPtr<Segments<C>>,
+    /// The domain the list is to share (null: its own); see
+    /// `Segments::shared_domain`.
+    domain: *const Domain,
 }
 
+// SAFETY: `domain` points to a domain (atomics only) that outlives the
+// list; the rest is atomics.
+unsafe impl<C> Send for LazySegments<C> {}
+// SAFETY: as above.
+unsafe impl<C> Sync for LazySegments<C> {}
+
 impl<C: SegmentCell> LazySegments<C> {
-    pub(crate) fn new() -> Self {
+    /// A list to be made on first use, in `domain` (from
+    /// [`Segments::domain_of`]; null: a domain of its own). The list at
+    /// `domain` must outlive this one.
+    pub(crate) fn new(domain: *const Domain) -> Self {
         LazySegments {
             list: AtomicPtr::new(ptr::null_mut()),
+            domain,
         }
     }
 
@@ -910,7 +962,9 @@ impl<C: SegmentCell> LazySegments<C> {
         if let Some(list) = self.get() {
             return list;
         }
-        let fresh = Box::into_raw(Box::new(Segments::new()));
+        let mut list = Segments::new();
+        list.shared_domain = self.domain;
+        let fresh = Box::into_raw(Box::new(list));
         // Release publishes the new list; Acquire on failure reads the
         // winner's.
         match self.list.compare_exchange(
@@ -1019,7 +1073,7 @@ mod loom_models {
     /// a cell of it: the value must still be the one `init` wrote.
     fn spawn_head_reader(list: std::sync::Arc<Segments<Watched>>) -> loom::thread::JoinHandle<()> {
         loom::thread::spawn(move || {
-            let guard = epoch::pin();
+            let guard = list.pin();
             // SAFETY: loaded from `head` while pinned.
             let seg = unsafe { &*list.head(&guard) };
             // SAFETY: a read; loom reports it if a reset's write is not
@@ -1032,7 +1086,7 @@ mod loom_models {
     /// Takes `index` on both sides, as a send and a receive would (one
     /// pin): both cursors move on, retiring (and reclaiming) what they pass.
     fn take_on_both_sides(list: &Segments<Watched>, index: u64) {
-        let guard = epoch::pin();
+        let guard = list.pin();
         for side in [Side::Push, Side::Pop] {
             let start = list.cursor(side, &guard);
             list.find(side, start, index, &guard);
@@ -1061,24 +1115,115 @@ mod loom_models {
         });
     }
 
-    /// Bound 2. As above, with a second list walked step for step with
-    /// the first: its reclaims advance the epoch too, so a reclaim of the
-    /// first list can find its oldest segment two epochs past its tag at
-    /// the epoch as read, and free it without a scan of its own. The
-    /// reader's pin must hold it all the same (checked: that path's grace
-    /// period cut to one advance lets loom see the read and the overwrite
-    /// unordered).
+    /// Checks, after the flags made the walker's work visible, that `seg`
+    /// is still the segment `id` it was when loaded: a reuse while the
+    /// reader was pinned gives it a new id (and its cells a reset, which
+    /// the flags order before the read, so loom alone would not object).
+    fn assert_still(seg: &Segment<Watched>, id: u64) {
+        assert_eq!(
+            seg.id, id,
+            "a segment reused while a reader was pinned on it"
+        );
+        // SAFETY: a read; loom reports it if a free's write is not ordered
+        // after it.
+        let v = seg.cell(seg.first_index()).value.with(|v| unsafe { *v });
+        assert_eq!(v, 7);
+    }
+
+    /// Spins (yielding to loom's scheduler) until `flag` is set.
+    fn wait_for(flag: &AtomicBool) {
+        while !flag.load(Ordering::Acquire) {
+            loom::thread::yield_now();
+        }
+    }
+
+    /// Bound 2. A reader pins on `list`, loads its oldest live segment and
+    /// stays pinned while the main thread moves both cursors of `other`,
+    /// then of `list`, three segments on, before it reads the cell. Each
+    /// list keeps grace periods of its own: `other` must free its retired
+    /// segments meanwhile (checked: with one epoch for both lists, as
+    /// before domains, the reader holds `other` back and the assertion
+    /// fails), and `list` must not (its reuse of a segment would race the
+    /// read).
     #[test]
-    fn epoch_moved_by_another_list_still_waits_for_the_reader() {
+    fn a_pin_holds_back_only_its_own_list() {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(2);
         builder.check(|| {
             let list = std::sync::Arc::new(Segments::<Watched>::new());
+            let flags = std::sync::Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+            let (view, reader_flags) = (list.clone(), flags.clone());
+            let reader = loom::thread::spawn(move || {
+                let guard = view.pin();
+                // SAFETY: loaded from `head` while pinned.
+                let seg = unsafe { &*view.head(&guard) };
+                let id = seg.id;
+                reader_flags[0].store(true, Ordering::Release);
+                wait_for(&reader_flags[1]);
+                assert_still(seg, id);
+            });
+            wait_for(&flags[0]);
             let other = Segments::<Watched>::new();
-            let reader = spawn_head_reader(list.clone());
             for index in 0..4 * SEGMENT_CELLS as u64 {
                 take_on_both_sides(&other, index);
                 take_on_both_sides(&list, index);
+            }
+            // SAFETY: `retired` holds the list's reference, and no reclaim
+            // runs concurrently (only this thread uses `other`).
+            let oldest_held = unsafe { (*other.retired.load(Ordering::Relaxed)).id };
+            assert!(
+                oldest_held > 0,
+                "a reader pinned on another list held this one's segments back"
+            );
+            flags[1].store(true, Ordering::Release);
+            reader.join().unwrap();
+        });
+    }
+
+    /// Bound 2. Nested pins in other domains: a reader pins on `a`, then on
+    /// `b` inside it (the second slot), loads the oldest live segment of
+    /// `b`, and checks it only after the main thread has moved `b` three
+    /// segments on; then, still pinned, it pins on `c` too (the wildcard)
+    /// and does the same with `c`. Both must hold (checked: a nested pin
+    /// that announces nothing lets `b`'s segment be reused under the reader
+    /// when the second slot is left out, `c`'s when the wildcard is).
+    #[test]
+    fn nested_pins_in_other_lists_hold_them_back() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(2);
+        builder.check(|| {
+            let lists = std::sync::Arc::new([
+                Segments::<Watched>::new(),
+                Segments::<Watched>::new(),
+                Segments::<Watched>::new(),
+            ]);
+            // Per phase: the reader has loaded; the walker is done.
+            let flags = std::sync::Arc::new([
+                [AtomicBool::new(false), AtomicBool::new(false)],
+                [AtomicBool::new(false), AtomicBool::new(false)],
+            ]);
+            let (view, reader_flags) = (lists.clone(), flags.clone());
+            let reader = loom::thread::spawn(move || {
+                let [a, b, c] = &*view;
+                let _outer = a.pin();
+                let mut guards = Vec::new();
+                for (list, [loaded, walked]) in [b, c].into_iter().zip(&*reader_flags) {
+                    let guard = list.pin();
+                    // SAFETY: loaded from `head` while pinned on the list.
+                    let seg = unsafe { &*list.head(&guard) };
+                    let id = seg.id;
+                    loaded.store(true, Ordering::Release);
+                    wait_for(walked);
+                    assert_still(seg, id);
+                    guards.push(guard);
+                }
+            });
+            for (list, [loaded, walked]) in lists[1..].iter().zip(&*flags) {
+                wait_for(loaded);
+                for index in 0..4 * SEGMENT_CELLS as u64 {
+                    take_on_both_sides(list, index);
+                }
+                walked.store(true, Ordering::Release);
             }
             reader.join().unwrap();
         });
@@ -1105,7 +1250,7 @@ mod loom_models {
             let walk = |shared: &(Segments<Watched>, [AtomicU64; 2]), sides: [Side; 2]| {
                 let (list, counters) = shared;
                 for _ in 0..3 * SEGMENT_CELLS / 2 {
-                    let guard = epoch::pin();
+                    let guard = list.pin();
                     for side in sides {
                         let start = list.cursor(side, &guard);
                         let index = counters[side as usize].fetch_add(1, Ordering::Relaxed);

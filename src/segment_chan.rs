@@ -315,7 +315,15 @@ impl<T> Channel<T> {
             Some(0) => Kind::Rendezvous,
             Some(cap) => Kind::Bounded {
                 cap,
-                permits: Semaphore::new(cap),
+                // The permit queue pins in the channel's domain: a receive
+                // that serves a queued sender pins once, not in a second
+                // domain inside the channel's.
+                // SAFETY: `p` is valid per the contract; only an address
+                // is computed.
+                permits: Semaphore::new(
+                    cap,
+                    Segments::<Cell<T>>::domain_of(unsafe { ptr::addr_of!((*p).cells) }),
+                ),
             },
         };
         let counting = matches!(kind, Kind::Counting { .. });
@@ -625,7 +633,7 @@ impl<T> Channel<T> {
     /// As [`Channel::send_permitted`].
     #[inline(always)]
     unsafe fn deposit_at_cursor(&self, msg: *mut T) -> Option<Result<(), Fail>> {
-        let guard = epoch::pin();
+        let guard = self.cells.pin();
         let start = self.cells.cursor(Side::Push, &guard);
         let s = self.senders.load(Ordering::Relaxed);
         // SAFETY: the cursor was loaded under `guard`.
@@ -675,7 +683,7 @@ impl<T> Channel<T> {
     #[inline(never)]
     unsafe fn send_buffered_walk(&self, msg: *mut T) -> Result<(), Fail> {
         loop {
-            let guard = epoch::pin();
+            let guard = self.cells.pin();
             let start = self.cells.cursor(Side::Push, &guard);
             // Relaxed: the cell CAS carries the data; the closed bit is read
             // from this RMW, which is ordered with the closer's `fetch_or`.
@@ -766,7 +774,7 @@ impl<T> Channel<T> {
                 }
             }
             skipped = true;
-            let mut guard = epoch::pin();
+            let mut guard = self.cells.pin();
             let start = self.cells.cursor(Side::Push, &guard);
             let s = take_index(&self.senders, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
@@ -1061,7 +1069,7 @@ impl<T> Channel<T> {
             }
             // (Here, not inlined in `recv_to`: there it made the failing
             // `try_recv` in front of it a call again, 0.6 -> 1.2 ns.)
-            Mode::Try => Some(epoch::pin()),
+            Mode::Try => Some(self.cells.pin()),
             _ => None,
         };
         if let Some(guard) = &pinned {
@@ -1080,7 +1088,7 @@ impl<T> Channel<T> {
                     return Err(RecvStop::Fail(fail));
                 }
             }
-            let mut guard = pinned.take().unwrap_or_else(epoch::pin);
+            let mut guard = pinned.take().unwrap_or_else(|| self.cells.pin());
             let start = self.cells.cursor(Side::Pop, &guard);
             let taken = take_index(&self.receivers, Ordering::Relaxed);
             let r = count(taken);
@@ -1316,7 +1324,7 @@ impl<T> Channel<T> {
         }
         // Relaxed (all loads here): a hint; the fetch-and-add that follows
         // decides. Cursor first: it must not be past the index read next.
-        let guard = epoch::pin();
+        let guard = self.cells.pin();
         let start = self.cells.cursor(Side::Pop, &guard);
         let r = count(self.receivers.load(Ordering::Relaxed));
         // Watch the cell, not `senders`: its sender writes it once anyway,
@@ -1502,7 +1510,7 @@ impl<T> Channel<T> {
         let sender = matches!(side, Side::Push);
         let (counter, skip, skipped) = self.side(side);
         let (other, _, _) = self.side(if sender { Side::Pop } else { Side::Push });
-        let guard = epoch::pin();
+        let guard = self.cells.pin();
         // Cursor first: the segment of any index read after it is at or
         // past it.
         let start = self.cells.cursor(side, &guard);
@@ -1678,7 +1686,7 @@ impl<T> Channel<T> {
             // whole segment ahead, where no operation reaches it for a
             // long time. Seen as two selects parked for good in
             // `matching_with_leftover`, duplexes at 40 and 52, counters 34.)
-            let mut guard = Some(epoch::pin());
+            let mut guard = Some(self.cells.pin());
             let start = self.cells.cursor(Side::Push, guard.as_ref().unwrap());
             let s = self.senders.load(Ordering::Acquire);
             if s & CLOSED_BIT != 0 {
@@ -1865,7 +1873,7 @@ impl<T> Channel<T> {
         let r = count(self.receivers.load(Ordering::Relaxed));
         match &self.kind {
             Kind::Rendezvous => {
-                let guard = epoch::pin();
+                let guard = self.cells.pin();
                 // Parked senders anywhere, parked receivers from `closed_at`,
                 // and select duplexes, which may also sit in the one cell
                 // past both counts.
@@ -1899,7 +1907,7 @@ impl<T> Channel<T> {
         if r <= closed_at {
             return;
         }
-        let guard = epoch::pin();
+        let guard = self.cells.pin();
         self.cells.visit(closed_at, r, &guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
             if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) == 0 {

@@ -52,7 +52,7 @@
 //! anyone announced since it looked.
 
 use crate::cell::{self, Claim, Claimer, InCell, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
-use crate::epoch;
+use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::CachePadded;
@@ -139,7 +139,10 @@ fn signed(v: u64) -> i64 {
 }
 
 impl Semaphore {
-    pub(crate) fn new(permits: usize) -> Self {
+    /// A semaphore of `permits` whose waiter queue pins in `domain` (from
+    /// [`crate::segment::Segments::domain_of`], a list that outlives it;
+    /// null: a domain of its own).
+    pub(crate) fn new(permits: usize, domain: *const Domain) -> Self {
         Semaphore {
             permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
             returned: CachePadded::new(AtomicU64::new(0)),
@@ -147,7 +150,7 @@ impl Semaphore {
             enq: AtomicU64::new(0),
             deq: AtomicU64::new(0),
             maybe_withdrawn: AtomicBool::new(false),
-            cells: LazySegments::new(),
+            cells: LazySegments::new(domain),
         }
     }
 
@@ -238,7 +241,7 @@ impl Semaphore {
         is_closed: impl Fn() -> bool,
     ) -> Result<(), RecvStop> {
         let cells = self.cells.get_or_init();
-        let guard = epoch::pin();
+        let guard = cells.pin();
         let waiter = Waiter::new();
         let own_entry = Entry {
             waiter: &waiter,
@@ -521,7 +524,7 @@ impl Semaphore {
     fn serve_next(&self) -> bool {
         // (The waiter this permit is for may not have made the list yet.)
         let cells = self.cells.get_or_init();
-        let guard = epoch::pin();
+        let guard = cells.pin();
         'index: loop {
             let start = cells.cursor(Side::Pop, &guard);
             let index = self.deq.fetch_add(1, Ordering::Relaxed);
@@ -652,7 +655,7 @@ impl Semaphore {
         let Some(cells) = self.cells.get() else {
             return;
         };
-        let guard = epoch::pin();
+        let guard = cells.pin();
         let lo = self.deq.load(Ordering::Relaxed);
         let hi = self.enq.load(Ordering::Relaxed);
         cells.visit(lo, hi, &guard, |cell| {
@@ -709,7 +712,7 @@ mod tests {
     /// again instead of collecting every one of them for good.
     #[test]
     fn announcements_cleared_past_withdrawn_cells() {
-        let sem = &Semaphore::new(64);
+        let sem = &Semaphore::new(64, std::ptr::null());
         assert!(sem.batch > 1, "the lazy path needs batches");
         let enq = || sem.enq.load(Ordering::Relaxed);
         for _ in 0..64 {
@@ -785,7 +788,7 @@ mod loom_models {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
         builder.check(|| {
-            let sem = Arc::new(Semaphore::new(2));
+            let sem = Arc::new(Semaphore::new(2, std::ptr::null()));
             for _ in 0..2 {
                 assert!(sem.acquire(Mode::Try, || false).is_ok());
             }
