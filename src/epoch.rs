@@ -8,12 +8,13 @@
 //! runs take over a million for a two-thread model; see NOTES.md):
 //!
 //! - one participant per thread (a thread-local), registered once in a
-//!   global list and reused after its thread exits;
+//!   global lock-free list that only grows, and reused after its thread
+//!   exits;
 //! - `pin(domain)` stores the domain's epoch, with a tag naming the domain,
 //!   into the participant and issues a SeqCst fence (on x86, one swap does
 //!   both), `unpin` clears it: no read-modify-write on shared state; pins
-//!   nest (only the outermost pin of a domain announces), and the pin path
-//!   reads one const-initialised thread-local pointer and the domain;
+//!   nest (only the outermost announces), and the pin path reads one
+//!   const-initialised thread-local pointer and the domain;
 //! - retired memory is tagged with its domain's epoch at retirement (after
 //!   a SeqCst fence) and freed once that epoch is two ahead of the tag;
 //! - a domain's epoch advances only when every participant pinned *in that
@@ -25,12 +26,10 @@
 //! segments mid-run. A pin names its domain, so the threads pinned on other
 //! channels do not count (docs/DESIGN.md, "Memory").
 //!
-//! A participant has two announcement slots: the outermost pin takes the
-//! first, a nested pin in a second domain (a receive that serves a sender
-//! queued for a permit works on the channel's list and on the permit
-//! queue's) the second, and a nested pin in a third domain turns the
-//! second into a wildcard that holds back every domain until the outermost
-//! pin ends.
+//! A pin inside a pin of another domain turns the announcement into a
+//! wildcard that holds back every domain until the outermost pin ends:
+//! safe, and never taken by the crate's own operations (a bounded
+//! channel's permit queue pins in its channel's domain).
 //!
 //! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
 //! segment list keeps its retired segments itself and needs no lock here
@@ -94,17 +93,17 @@ const ANNOUNCE_BY_SWAP: bool = cfg!(all(
 const OWN_EPOCHS: bool = usize::BITS >= 64;
 
 // An announcement (a participant's slot) is 0 when unused, else: bit 0
-// (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; bits 2 and
-// up, the low `EPOCH_BITS` of the domain's epoch; the top `TAG_BITS`, the
-// domain's tag (`Domain::tag`).
+// (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; the next
+// `TAG_BITS`, the domain's tag (`Domain::tag`); the rest, from
+// `EPOCH_SHIFT` up, the low bits of the domain's epoch (46 of them; on
+// top, so a shift alone drops the bits above them).
 const PINNED: usize = 1;
 const WILDCARD: usize = 2;
 /// Enough that two domains in use at once rarely share a tag (sharing one
 /// is safe: see `holds_back`), and few enough to leave 46 bits of epoch.
 const TAG_BITS: u32 = if OWN_EPOCHS { 16 } else { 0 };
-const EPOCH_BITS: u32 = usize::BITS - 2 - TAG_BITS;
-const EPOCH_MASK: usize = usize::MAX >> (usize::BITS - EPOCH_BITS);
-const TAG_MASK: usize = !((EPOCH_MASK << 2) | PINNED | WILDCARD);
+const EPOCH_SHIFT: u32 = 2 + TAG_BITS;
+const TAG_MASK: usize = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
 
 /// Whether the announcement `state` holds back the domain tagged `tag`
 /// from advancing past `epoch`: a wildcard always does, a pin in the domain
@@ -112,17 +111,20 @@ const TAG_MASK: usize = !((EPOCH_MASK << 2) | PINNED | WILDCARD);
 ///
 /// A pin elsewhere whose domain shares the tag is taken for a pin in this
 /// one: at worst it holds this domain back for a while. The epochs are
-/// compared on their low `EPOCH_BITS` only (so an epoch past that width,
-/// or a wrap, changes nothing): an announcement matches at most one of any
-/// two consecutive epochs, so a pinned thread still holds back the second
-/// advance. It could match a second time only had it loaded the epoch
-/// 2^46 advances of its domain before storing it (a thread stopped between
-/// two instructions for weeks of reclamation at full speed).
+/// compared on their low 46 bits only (30 on a 32-bit target), so an epoch
+/// past that width, or a wrap, changes nothing: an announcement matches at
+/// most one of any two consecutive epochs, so a pinned thread still holds
+/// back the second advance. It could match a second time only had it
+/// loaded the epoch 2^46 advances of its domain before storing it (a
+/// thread stopped between two instructions for weeks of reclamation at
+/// full speed; on a 32-bit target, 2^30 advances of the one epoch all
+/// lists share there, minutes of it, as with the 31 bits before domains).
 #[inline]
 fn holds_back(state: usize, tag: usize, epoch: usize) -> bool {
     state & PINNED != 0
         && (state & WILDCARD != 0
-            || (state & TAG_MASK == tag && (state >> 2) & EPOCH_MASK != epoch & EPOCH_MASK))
+            || (state & TAG_MASK == tag
+                && state >> EPOCH_SHIFT != (epoch << EPOCH_SHIFT) >> EPOCH_SHIFT))
 }
 
 /// A grace-period domain: an epoch, and what its pins announce. Each
@@ -134,20 +136,62 @@ pub(crate) struct Domain {
     /// here took the channel past the 1 KiB of glibc's small requests
     /// (see `crate::loom::CachePadded`).
     epoch: AtomicUsize,
+    /// What a pin announces besides the epoch: the domain's tag, and
+    /// `PINNED`. Fixed at creation, so a pin spends no instruction on it.
+    announcing: usize,
+}
+
+/// Spreads `n` over the tag bits: the top bits of a multiplicative hash,
+/// which depend on every bit of `n`.
+fn spread(n: usize) -> usize {
+    let hash = n.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
+    // (No tag bits on a 32-bit target: the shift is the whole word.)
+    hash.checked_shr(usize::BITS - TAG_BITS).unwrap_or(0) << 2
+}
+
+/// A tag for a new domain: a count of the domains this thread has made,
+/// offset by where its count lives (so that threads count apart), spread.
+/// Tags need not be unique (`holds_back`), only rarely equal for domains
+/// in use at once; a thread-local count, not a global one, so that threads
+/// making channels at once share no line.
+#[inline]
+fn fresh_tag() -> usize {
+    std::thread_local! {
+        static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+    spread(
+        MADE.try_with(|made| {
+            let n = made.get();
+            made.set(n.wrapping_add(1));
+            n.wrapping_add(made as *const _ as usize)
+        })
+        .unwrap_or(0),
+    )
 }
 
 impl Domain {
-    #[cfg(not(loom))]
-    pub(crate) const fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Domain {
             epoch: AtomicUsize::new(0),
+            announcing: fresh_tag() | PINNED,
+        }
+    }
+
+    /// A domain of tag 0: the collector's, and that of a list that never
+    /// pins (no tag needed, and none made).
+    #[cfg(not(loom))]
+    pub(crate) const fn untagged() -> Self {
+        Domain {
+            epoch: AtomicUsize::new(0),
+            announcing: PINNED,
         }
     }
 
     #[cfg(loom)]
-    pub(crate) fn new() -> Self {
+    pub(crate) fn untagged() -> Self {
         Domain {
             epoch: AtomicUsize::new(0),
+            announcing: PINNED,
         }
     }
 
@@ -161,72 +205,57 @@ impl Domain {
         }
     }
 
-    /// The domain's tag in announcements: bits of its address, spread by a
-    /// multiplicative hash (neighbouring channels differ in few low bits).
-    /// Read only while the domain is borrowed, so it cannot move meanwhile,
-    /// and every pin of one use of the domain names the same tag.
+    /// The domain's tag in announcements.
     #[inline]
     fn tag(&self) -> usize {
-        (self as *const Self as usize).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) & TAG_MASK
+        self.announcing & TAG_MASK
     }
 
     /// What a pin in this domain announces.
     #[inline]
     fn announcement(&self) -> usize {
         let epoch = self.counter().load(Ordering::Relaxed);
-        self.tag() | ((epoch & EPOCH_MASK) << 2) | PINNED
+        self.announcing | (epoch << EPOCH_SHIFT)
     }
 }
 
-/// What a participant's second slot announces.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Nested {
-    /// Nothing: every pin is in the outermost pin's domain.
-    None,
-    /// A pin in this second domain.
-    In(*const Domain),
-    /// The wildcard: pins in a third domain came.
-    Any,
-}
-
-/// A participant: two announcement slots, and what its thread has pinned.
+/// A participant: its announcement, and what its thread has pinned.
 struct Local {
-    /// The outermost pin's announcement, then a nested pin's in another
-    /// domain (see `Nested`). One line: a scan reads both.
-    slots: CachePadded<[AtomicUsize; 2]>,
+    /// The outermost pin's announcement (0 when not pinned), or the
+    /// wildcard once a pin in another domain nests inside it.
+    state: CachePadded<AtomicUsize>,
     in_use: AtomicBool,
     /// How deeply the owning thread is pinned. Only the thread that claimed
-    /// `in_use` touches it and the two below (plain `Cell`s: no atomics,
-    /// and no extra loom interleavings).
+    /// `in_use` touches it and `outer` (plain `Cell`s: no atomics, and no
+    /// extra loom interleavings).
     depth: Cell<usize>,
-    /// The outermost pin's domain (meaningful while `depth > 0`).
+    /// The domain `state` announces while `depth > 0`; null once it
+    /// announces the wildcard. Only compared, never dereferenced.
     outer: Cell<*const Domain>,
-    /// What the second slot announces.
-    nested: Cell<Nested>,
     /// The participant registered before this one (`Arc::into_raw`, null
-    /// for the first): written before this one is published, never after.
+    /// for the first): set while the participant is unshared
+    /// (`Arc::get_mut`), only read once it is published.
     next: *const Local,
 }
 
-// SAFETY: `slots` and `in_use` are atomics; the `Cell`s are only accessed
+// SAFETY: `state` and `in_use` are atomics; the `Cell`s are only accessed
 // by the one thread that owns the participant (it claimed `in_use` with an
 // Acquire CAS, and the previous owner released it with a Release store
-// after its last access), so they are never accessed concurrently.
+// after its last access), so they are never accessed concurrently; `next`
+// is not written once the participant is shared.
 unsafe impl Sync for Local {}
-// SAFETY: the domain pointers in `outer` and `nested` are only compared,
-// never dereferenced; `next` is written before the participant is shared
-// and only read after; the rest is `Send` (a participant moves to the next
+// SAFETY: the domain pointer in `outer` is only compared, never
+// dereferenced; the rest is `Send` (a participant moves to the next
 // thread that claims it, as `Sync` above describes).
 unsafe impl Send for Local {}
 
 impl Local {
     fn new() -> Self {
         Local {
-            slots: CachePadded::new([AtomicUsize::new(0), AtomicUsize::new(0)]),
+            state: CachePadded::new(AtomicUsize::new(0)),
             in_use: AtomicBool::new(true),
             depth: Cell::new(0),
             outer: Cell::new(ptr::null()),
-            nested: Cell::new(Nested::None),
             next: ptr::null(),
         }
     }
@@ -237,34 +266,27 @@ impl Local {
         self.depth.set(depth + 1);
         if depth == 0 {
             self.outer.set(domain);
-            self.announce(0, domain.announcement());
-        } else if !ptr::eq(self.outer.get(), domain) {
-            self.pin_nested(domain);
+            self.announce(domain.announcement());
+        } else if !ptr::eq(self.outer.get(), domain) && !self.outer.get().is_null() {
+            self.pin_elsewhere();
         }
     }
 
-    /// A pin inside another domain's.
+    /// A pin in another domain inside a pin: the announcement becomes the
+    /// wildcard, which holds back every domain (the first one too) until
+    /// the outermost pin ends. Nothing in the crate nests pins of two
+    /// domains (a bounded channel's permit queue pins in its channel's);
+    /// this keeps such a nesting safe, not fast.
     #[cold]
-    fn pin_nested(&self, domain: &Domain) {
-        match self.nested.get() {
-            Nested::None => {
-                self.nested.set(Nested::In(domain));
-                self.announce(1, domain.announcement());
-            }
-            Nested::In(d) if ptr::eq(d, domain) => {}
-            Nested::In(_) => {
-                // A third domain: the wildcard covers the second one too
-                // (one store replaces its announcement).
-                self.nested.set(Nested::Any);
-                self.announce(1, WILDCARD | PINNED);
-            }
-            Nested::Any => {}
-        }
+    fn pin_elsewhere(&self) {
+        self.outer.set(ptr::null());
+        self.announce(WILDCARD | PINNED);
     }
 
-    /// Stores `word` in slot `slot`, ordered before every load that follows.
+    /// Stores `word` as the announcement, ordered before every load that
+    /// follows.
     #[inline]
-    fn announce(&self, slot: usize, word: usize) {
+    fn announce(&self, word: usize) {
         // The announcement must be ordered before every pointer load of
         // the critical section (a store-load barrier), pairing with the
         // fence in `try_advance`. And it must be a Release: a collector
@@ -281,10 +303,10 @@ impl Local {
             // compare-exchange). The compiler fence keeps the section's
             // loads below the swap in the compiled code (the swap's Acquire
             // half already should).
-            self.slots[slot].swap(word, Ordering::SeqCst);
+            self.state.swap(word, Ordering::SeqCst);
             std::sync::atomic::compiler_fence(Ordering::SeqCst);
         } else {
-            self.slots[slot].store(word, Ordering::Release);
+            self.state.store(word, Ordering::Release);
             fence(Ordering::SeqCst);
         }
     }
@@ -296,23 +318,13 @@ impl Local {
         if depth == 0 {
             // Release: every access of the critical section happens before
             // a collector that reads "not pinned" frees anything.
-            self.slots[0].store(0, Ordering::Release);
-            if self.nested.get() != Nested::None {
-                self.nested.set(Nested::None);
-                self.slots[1].store(0, Ordering::Release);
-            }
+            self.state.store(0, Ordering::Release);
         }
     }
 
     /// Whether the thread's pins cover `domain` now.
     fn covers(&self, domain: &Domain) -> bool {
-        self.depth.get() > 0
-            && (ptr::eq(self.outer.get(), domain)
-                || match self.nested.get() {
-                    Nested::None => false,
-                    Nested::In(d) => ptr::eq(d, domain),
-                    Nested::Any => true,
-                })
+        self.depth.get() > 0 && (ptr::eq(self.outer.get(), domain) || self.outer.get().is_null())
     }
 }
 
@@ -346,7 +358,7 @@ impl Global {
     #[cfg(not(loom))]
     const fn new() -> Self {
         Global {
-            collector: Domain::new(),
+            collector: Domain::untagged(),
             locals: AtomicPtr::new(ptr::null_mut()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
@@ -355,7 +367,7 @@ impl Global {
     #[cfg(loom)]
     fn new() -> Self {
         Global {
-            collector: Domain::new(),
+            collector: Domain::untagged(),
             locals: AtomicPtr::new(ptr::null_mut()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
@@ -408,12 +420,13 @@ impl Handle {
                 };
             }
         }
-        let local = Arc::new(Local::new());
-        let fresh = Arc::into_raw(local.clone()) as *mut Local;
+        let mut local = Arc::new(Local::new());
         let mut head = newest;
         loop {
-            // SAFETY: not yet published, so ours alone to write.
-            unsafe { (*fresh).next = head };
+            Arc::get_mut(&mut local)
+                .expect("a participant is unshared until published")
+                .next = head;
+            let fresh = Arc::into_raw(local) as *mut Local;
             // Release publishes the participant with its `next`.
             match global.locals.compare_exchange_weak(
                 head,
@@ -421,8 +434,19 @@ impl Handle {
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Handle { local },
-                Err(now) => head = now,
+                // SAFETY (both): `fresh` came from `Arc::into_raw` just
+                // above. Published, the list keeps that reference and the
+                // handle takes a new one; not, the reference is ours again.
+                Ok(_) => unsafe {
+                    Arc::increment_strong_count(fresh);
+                    return Handle {
+                        local: Arc::from_raw(fresh),
+                    };
+                },
+                Err(now) => {
+                    head = now;
+                    local = unsafe { Arc::from_raw(fresh) };
+                }
             }
         }
     }
@@ -672,17 +696,18 @@ fn try_advance(domain: &Domain) {
     let tag = domain.tag();
     {
         // Acquire: as in `register`. A participant whose announcement
-        // fence came before ours pushed itself before that fence, so this
-        // load sees it; one we miss fences after us, and its loads see
+        // fence came before ours was in the list before that fence (its
+        // thread pushed it, or found it there, to reuse it), so this load
+        // reaches it; one we miss fences after us, and its loads see
         // everything before our fence (as for an announcement we miss).
         let newest = global().locals.load(Ordering::Acquire);
         // SAFETY: loaded from the list, as `participants` requires.
-        for slot in unsafe { participants(newest) }.flat_map(|local| local.slots.iter()) {
+        for local in unsafe { participants(newest) } {
             // (Acquire under `--cfg scalechan_tsan`: ThreadSanitizer does
             // not model fences, and without the Acquire fence below it
             // sees no order between a critical section and the frees after
             // it. Same semantics, spelt the way TSan tracks.)
-            let state = slot.load(if cfg!(scalechan_tsan) {
+            let state = local.state.load(if cfg!(scalechan_tsan) {
                 Ordering::Acquire
             } else {
                 Ordering::Relaxed

@@ -43,7 +43,7 @@ use crate::cell::{
     SENDER_TAG, SKIP_RECV, SKIP_SEND,
 };
 use crate::counting::{self, Counting, Moved};
-use crate::epoch;
+use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::{claim_index, take_index, Backoff, CachePadded};
@@ -176,8 +176,10 @@ pub(crate) struct Channel<T> {
     /// to take over and found none. A hint that spares waiters the look
     /// while nobody gives up (see `adopt_skip`).
     maybe_skipped: [AtomicBool; 2],
-    cells: Segments<Cell<T>>,
+    /// Declared before `cells`, so dropped first: a bounded channel's
+    /// permit queue pins in the domain of `cells`, which must outlive it.
     kind: Kind,
+    cells: Segments<Cell<T>>,
 }
 
 // SAFETY: values move between threads only through the cell protocol; the
@@ -303,9 +305,13 @@ impl<T> Channel<T> {
     /// size is built on the stack first.
     ///
     /// # Safety
-    /// `p` is valid for writes of a `Channel<T>` and unshared.
+    /// `p` is valid for writes of a `Channel<T>` and unshared, and the
+    /// channel is never moved from it (a bounded channel's permit queue
+    /// keeps a pointer to the domain of `cells`).
     #[inline]
     pub(crate) unsafe fn init_at(p: *mut Self, cap: Option<usize>) {
+        // First: see `Segments::in_domain`.
+        let domain = Domain::new();
         let kind = match cap {
             _ if std::mem::size_of::<T>() == 0 && cap != Some(0) => Kind::Counting {
                 cap,
@@ -341,7 +347,7 @@ impl<T> Channel<T> {
             ptr::addr_of_mut!((*p).cells).write(if counting {
                 Segments::unused()
             } else {
-                Segments::new()
+                Segments::in_domain(domain)
             });
         }
     }

@@ -75,6 +75,9 @@ pub(crate) struct WaitCell {
 }
 
 impl SegmentCell for WaitCell {
+    /// The permit queue pins in its channel's domain.
+    const MAY_SHARE_DOMAIN: bool = true;
+
     unsafe fn init(slot: *mut Self) {
         // SAFETY: per the trait contract.
         unsafe {
