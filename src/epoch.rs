@@ -1,7 +1,9 @@
-//! Epoch-based reclamation in domains: each segment list keeps an epoch
-//! of its own and reclaims its own segments (`segment.rs`, with
-//! [`retirement_tag`], [`current`] and [`advance`]); Lscq's rings go to the
-//! collector ([`retire`]), which has a domain of its own.
+//! Epoch-based reclamation in domains: each channel keeps an epoch of its
+//! own (its segment list's, which a bounded channel's permit queue shares;
+//! on a 32-bit target, the collector's) and its lists reclaim their own
+//! segments (`segment.rs`, with [`retirement_tag`], [`current`] and
+//! [`advance`]); Lscq's rings go to the collector ([`retire`]), which has a
+//! domain of its own.
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
 //! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
@@ -13,8 +15,9 @@
 //! - `pin(domain)` stores the domain's epoch, with a tag naming the domain,
 //!   into the participant and issues a SeqCst fence (on x86, one swap does
 //!   both), `unpin` clears it: no read-modify-write on shared state; pins
-//!   nest (only the outermost announces), and the pin path reads one
-//!   const-initialised thread-local pointer and the domain;
+//!   nest (only the outermost announces, unless a nested one is in another
+//!   domain: see below), and the pin path reads one const-initialised
+//!   thread-local pointer and the domain;
 //! - retired memory is tagged with its domain's epoch at retirement (after
 //!   a SeqCst fence) and freed once that epoch is two ahead of the tag;
 //! - a domain's epoch advances only when every participant pinned *in that
@@ -28,8 +31,8 @@
 //!
 //! A pin inside a pin of another domain turns the announcement into a
 //! wildcard that holds back every domain until the outermost pin ends:
-//! safe, and never taken by the crate's own operations (a bounded
-//! channel's permit queue pins in its channel's domain).
+//! safe, and not taken by the channels' operations (a bounded channel's
+//! permit queue pins in its channel's domain).
 //!
 //! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
 //! segment list keeps its retired segments itself and needs no lock here
@@ -95,8 +98,8 @@ const OWN_EPOCHS: bool = usize::BITS >= 64;
 // An announcement (a participant's slot) is 0 when unused, else: bit 0
 // (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; the next
 // `TAG_BITS`, the domain's tag (`Domain::tag`); the rest, from
-// `EPOCH_SHIFT` up, the low bits of the domain's epoch (46 of them; on
-// top, so a shift alone drops the bits above them).
+// `EPOCH_SHIFT` up, the low bits of the domain's epoch (46 of them, 30 on
+// a 32-bit target; on top, so a shift alone drops the bits above them).
 const PINNED: usize = 1;
 const WILDCARD: usize = 2;
 /// Enough that two domains in use at once rarely share a tag (sharing one

@@ -552,7 +552,9 @@ impl<C: SegmentCell> Segments<C> {
 
     /// Pins the current thread in this list's domain: every segment it
     /// reaches stays allocated until the guard drops. The guard for every
-    /// walk of this list.
+    /// walk of this list. The guard does not borrow the list (a nested pin
+    /// tells domains apart by address), so it must not outlive it: every
+    /// guard is a local of an operation on the list's channel.
     #[inline]
     pub(crate) fn pin(&self) -> Guard {
         epoch::pin(self.domain())
@@ -956,14 +958,24 @@ unsafe impl<C> Send for LazySegments<C> {}
 unsafe impl<C> Sync for LazySegments<C> {}
 
 impl<C: SegmentCell> LazySegments<C> {
-    /// A list to be made on first use, in `domain` (from
-    /// [`Segments::domain_of`]; null: a domain of its own). The list at
-    /// `domain` must outlive this one.
-    pub(crate) fn new(domain: *const Domain) -> Self {
+    /// A list to be made on first use, in a domain of its own unless
+    /// [`LazySegments::share_domain`] says otherwise.
+    pub(crate) fn new() -> Self {
         LazySegments {
             list: AtomicPtr::new(ptr::null_mut()),
-            domain,
+            domain: ptr::null(),
         }
+    }
+
+    /// Makes the list, when it is made, pin in `domain` (from
+    /// [`Segments::domain_of`]).
+    ///
+    /// # Safety
+    /// The list at `domain` outlives this one, and `domain` stays valid for
+    /// reads and atomic writes as long.
+    pub(crate) unsafe fn share_domain(&mut self, domain: *const Domain) {
+        debug_assert!(C::MAY_SHARE_DOMAIN && self.get().is_none());
+        self.domain = domain;
     }
 
     /// The list, if anyone has needed it yet.
@@ -980,8 +992,13 @@ impl<C: SegmentCell> LazySegments<C> {
         if let Some(list) = self.get() {
             return list;
         }
-        let mut list = Segments::new();
         debug_assert!(C::MAY_SHARE_DOMAIN || self.domain.is_null());
+        let mut list = if self.domain.is_null() {
+            Segments::new()
+        } else {
+            // No tag to draw: the list pins in the shared domain.
+            Segments::in_domain(Domain::untagged())
+        };
         list.shared_domain = self.domain;
         let fresh = Box::into_raw(Box::new(list));
         // Release publishes the new list; Acquire on failure reads the

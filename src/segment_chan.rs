@@ -305,9 +305,7 @@ impl<T> Channel<T> {
     /// size is built on the stack first.
     ///
     /// # Safety
-    /// `p` is valid for writes of a `Channel<T>` and unshared, and the
-    /// channel is never moved from it (a bounded channel's permit queue
-    /// keeps a pointer to the domain of `cells`).
+    /// `p` is valid for writes of a `Channel<T>` and unshared.
     #[inline]
     pub(crate) unsafe fn init_at(p: *mut Self, cap: Option<usize>) {
         // First: see `Segments::in_domain`.
@@ -321,15 +319,7 @@ impl<T> Channel<T> {
             Some(0) => Kind::Rendezvous,
             Some(cap) => Kind::Bounded {
                 cap,
-                // The permit queue pins in the channel's domain: a receive
-                // that serves a queued sender pins once, not in a second
-                // domain inside the channel's.
-                // SAFETY: `p` is valid per the contract; only an address
-                // is computed.
-                permits: Semaphore::new(
-                    cap,
-                    Segments::<Cell<T>>::domain_of(unsafe { ptr::addr_of!((*p).cells) }),
-                ),
+                permits: Semaphore::new(cap),
             },
         };
         let counting = matches!(kind, Kind::Counting { .. });
@@ -349,6 +339,28 @@ impl<T> Channel<T> {
             } else {
                 Segments::in_domain(domain)
             });
+        }
+    }
+
+    /// Makes a bounded channel's permit queue pin in the domain of
+    /// `cells`: a receive that serves a queued sender, which works on both
+    /// lists, then pins once, not in a second domain inside the first.
+    ///
+    /// # Safety
+    /// `p` holds a channel `init_at` wrote, not yet shared and never to be
+    /// moved, and is the pointer the channel's handles use (their
+    /// references derive from it). A pointer taken from the allocation
+    /// while it was being written is not valid for the queue's reads once
+    /// those references have written the domain (Miri, Tree Borrows).
+    pub(crate) unsafe fn share_domains(p: *mut Self) {
+        // SAFETY: per the contract; an address computed, nothing read.
+        let domain = Segments::<Cell<T>>::domain_of(unsafe { ptr::addr_of!((*p).cells) });
+        // SAFETY: unshared per the contract, so `kind` is ours to write.
+        if let Kind::Bounded { permits, .. } = unsafe { &mut (*p).kind } {
+            // SAFETY: `cells` lives as long as the channel, and `kind` is
+            // declared first, so dropped first; `domain` derives from the
+            // handles' pointer.
+            unsafe { permits.share_domain(domain) };
         }
     }
 

@@ -142,10 +142,9 @@ fn signed(v: u64) -> i64 {
 }
 
 impl Semaphore {
-    /// A semaphore of `permits` whose waiter queue pins in `domain` (from
-    /// [`crate::segment::Segments::domain_of`], a list that outlives it;
-    /// null: a domain of its own).
-    pub(crate) fn new(permits: usize, domain: *const Domain) -> Self {
+    /// A semaphore of `permits`, whose waiter queue pins in a domain of
+    /// its own until [`Semaphore::share_domain`].
+    pub(crate) fn new(permits: usize) -> Self {
         Semaphore {
             permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
             returned: CachePadded::new(AtomicU64::new(0)),
@@ -153,8 +152,20 @@ impl Semaphore {
             enq: AtomicU64::new(0),
             deq: AtomicU64::new(0),
             maybe_withdrawn: AtomicBool::new(false),
-            cells: LazySegments::new(domain),
+            cells: LazySegments::new(),
         }
+    }
+
+    /// Makes the waiter queue pin in `domain` (from
+    /// [`crate::segment::Segments::domain_of`]), before any use.
+    ///
+    /// # Safety
+    /// The list at `domain` outlives this semaphore, and `domain` stays
+    /// valid for reads and atomic writes as long (see
+    /// `Channel::share_domains`).
+    pub(crate) unsafe fn share_domain(&mut self, domain: *const Domain) {
+        // SAFETY: per the contract.
+        unsafe { self.cells.share_domain(domain) }
     }
 
     /// True when no permit is free (read only).
@@ -715,7 +726,7 @@ mod tests {
     /// again instead of collecting every one of them for good.
     #[test]
     fn announcements_cleared_past_withdrawn_cells() {
-        let sem = &Semaphore::new(64, std::ptr::null());
+        let sem = &Semaphore::new(64);
         assert!(sem.batch > 1, "the lazy path needs batches");
         let enq = || sem.enq.load(Ordering::Relaxed);
         for _ in 0..64 {
@@ -791,7 +802,7 @@ mod loom_models {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
         builder.check(|| {
-            let sem = Arc::new(Semaphore::new(2, std::ptr::null()));
+            let sem = Arc::new(Semaphore::new(2));
             for _ in 0..2 {
                 assert!(sem.acquire(Mode::Try, || false).is_ok());
             }

@@ -93,6 +93,9 @@ impl<T> SharedRef<T> {
             boxed.assume_init()
         };
         let ptr = NonNull::from(Box::leak(shared));
+        // SAFETY: in place for good, not yet shared, and `ptr` is the
+        // pointer every handle's references derive from.
+        unsafe { Channel::share_domains(ptr::addr_of_mut!((*ptr.as_ptr()).chan)) };
         let new = || SharedRef {
             ptr,
             _owns: PhantomData,
