@@ -10,8 +10,7 @@
 //! runs take over a million for a two-thread model; see NOTES.md):
 //!
 //! - one participant per thread (a thread-local), registered once in a
-//!   global lock-free list that only grows, and reused after its thread
-//!   exits;
+//!   global list and reused after its thread exits;
 //! - `pin(domain)` stores the domain's epoch, with a tag naming the domain,
 //!   into the participant and issues a SeqCst fence (on x86, one swap does
 //!   both), `unpin` clears it: no read-modify-write on shared state; pins
@@ -44,7 +43,7 @@
 //! `e + 2` only after every thread pinned at `e` has moved on, so no pointer
 //! loaded before the unlink survives.
 
-use crate::loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::loom::CachePadded;
 use std::cell::Cell;
@@ -235,17 +234,12 @@ struct Local {
     /// The domain `state` announces while `depth > 0`; null once it
     /// announces the wildcard. Only compared, never dereferenced.
     outer: Cell<*const Domain>,
-    /// The participant registered before this one (`Arc::into_raw`, null
-    /// for the first): set while the participant is unshared
-    /// (`Arc::get_mut`), only read once it is published.
-    next: *const Local,
 }
 
 // SAFETY: `state` and `in_use` are atomics; the `Cell`s are only accessed
 // by the one thread that owns the participant (it claimed `in_use` with an
 // Acquire CAS, and the previous owner released it with a Release store
-// after its last access), so they are never accessed concurrently; `next`
-// is not written once the participant is shared.
+// after its last access), so they are never accessed concurrently.
 unsafe impl Sync for Local {}
 // SAFETY: the domain pointer in `outer` is only compared, never
 // dereferenced; the rest is `Send` (a participant moves to the next
@@ -259,7 +253,6 @@ impl Local {
             in_use: AtomicBool::new(true),
             depth: Cell::new(0),
             outer: Cell::new(ptr::null()),
-            next: ptr::null(),
         }
     }
 
@@ -335,13 +328,12 @@ struct Global {
     /// The domain of the collector ([`retire`]); on a 32-bit target, the
     /// epoch of every domain.
     collector: Domain,
-    /// Every participant ever registered, newest first: a stack that only
-    /// grows (a participant is reused, never removed), so a scan walks it
-    /// without a lock. Each entry holds a reference (`Arc::into_raw`).
-    /// (A lock held scans one at a time, each across a likely cache miss
-    /// per thread, and since every list now scans for itself, scans
-    /// are as many as lists reclaiming.)
-    locals: AtomicPtr<Local>,
+    /// Every participant ever registered (reused, never removed). Under a
+    /// lock: as a lock-free stack it measured nothing on the 2 cores and
+    /// multiplied loom's executions of the channel models by 6 to 8 (scans
+    /// and registrations racing freely); a gain on many cores is not
+    /// measured.
+    locals: Mutex<Vec<Arc<Local>>>,
     /// Retired objects in three bags by tag modulo 3. A collector at epoch
     /// `now` empties bag `(now + 1) % 3`: its tags are `now - 2`, `now - 5`,
     /// ... (no tag is newer than `now`), all past their grace period. So a
@@ -362,7 +354,7 @@ impl Global {
     const fn new() -> Self {
         Global {
             collector: Domain::untagged(),
-            locals: AtomicPtr::new(ptr::null_mut()),
+            locals: Mutex::new(Vec::new()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
     }
@@ -371,7 +363,7 @@ impl Global {
     fn new() -> Self {
         Global {
             collector: Domain::untagged(),
-            locals: AtomicPtr::new(ptr::null_mut()),
+            locals: Mutex::new(Vec::new()),
             garbage: Mutex::new([Vec::new(), Vec::new(), Vec::new()]),
         }
     }
@@ -404,80 +396,21 @@ struct Handle {
 
 impl Handle {
     fn register() -> Handle {
-        let global = global();
-        // Acquire: a participant's initialisation (and its `next`) happens
-        // before our reads of it.
-        let newest = global.locals.load(Ordering::Acquire);
-        // SAFETY: every entry is kept alive by the list's reference.
-        if let Some(local) = unsafe { participants(newest) }.find(|l| {
+        let mut locals = global().locals.lock().unwrap();
+        let reusable = locals.iter().find(|l| {
             l.in_use
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-        }) {
-            let local: *const Local = local;
-            // SAFETY: an entry of the list, which holds a reference on it.
-            unsafe {
-                Arc::increment_strong_count(local);
-                return Handle {
-                    local: Arc::from_raw(local),
-                };
+        });
+        let local = match reusable {
+            Some(l) => l.clone(),
+            None => {
+                let l = Arc::new(Local::new());
+                locals.push(l.clone());
+                l
             }
-        }
-        let mut local = Arc::new(Local::new());
-        let mut head = newest;
-        loop {
-            Arc::get_mut(&mut local)
-                .expect("a participant is unshared until published")
-                .next = head;
-            let fresh = Arc::into_raw(local) as *mut Local;
-            // Release publishes the participant with its `next`.
-            match global.locals.compare_exchange_weak(
-                head,
-                fresh,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                // SAFETY (both): `fresh` came from `Arc::into_raw` just
-                // above. Published, the list keeps that reference and the
-                // handle takes a new one; not, the reference is ours again.
-                Ok(_) => unsafe {
-                    Arc::increment_strong_count(fresh);
-                    return Handle {
-                        local: Arc::from_raw(fresh),
-                    };
-                },
-                Err(now) => {
-                    head = now;
-                    local = unsafe { Arc::from_raw(fresh) };
-                }
-            }
-        }
-    }
-}
-
-/// The participants from `newest` on.
-///
-/// # Safety
-/// `newest` was loaded (Acquire) from `Global::locals`, which keeps every
-/// entry alive for as long as the global lives.
-unsafe fn participants<'a>(newest: *const Local) -> impl Iterator<Item = &'a Local> {
-    // SAFETY: per the contract; `next` was set before its entry was
-    // published.
-    std::iter::successors(unsafe { newest.as_ref() }, |l| unsafe { l.next.as_ref() })
-}
-
-impl Drop for Global {
-    fn drop(&mut self) {
-        // Only under loom, where the global lives for one execution (a
-        // static is never dropped): the list's references go.
-        let mut p = self.locals.load(Ordering::Relaxed);
-        while !p.is_null() {
-            // SAFETY: the list's reference, from `Arc::into_raw`, dropped
-            // once; `next` read before it goes.
-            let next = unsafe { (*p).next };
-            drop(unsafe { Arc::from_raw(p) });
-            p = next as *mut Local;
-        }
+        };
+        Handle { local }
     }
 }
 
@@ -698,14 +631,8 @@ fn try_advance(domain: &Domain) {
     fence(Ordering::SeqCst);
     let tag = domain.tag();
     {
-        // Acquire: as in `register`. A participant whose announcement
-        // fence came before ours was in the list before that fence (its
-        // thread pushed it, or found it there, to reuse it), so this load
-        // reaches it; one we miss fences after us, and its loads see
-        // everything before our fence (as for an announcement we miss).
-        let newest = global().locals.load(Ordering::Acquire);
-        // SAFETY: loaded from the list, as `participants` requires.
-        for local in unsafe { participants(newest) } {
+        let locals = global().locals.lock().unwrap();
+        for local in locals.iter() {
             // (Acquire under `--cfg scalechan_tsan`: ThreadSanitizer does
             // not model fences, and without the Acquire fence below it
             // sees no order between a critical section and the frees after
