@@ -1201,6 +1201,40 @@ mod loom_models {
         }
     }
 
+    /// Checks `model` with bound 2, for models whose reader spins on a
+    /// flag while the main thread walks: more branches than loom's default
+    /// allows with `loom_rmw_loads`.
+    fn check_with_a_spinning_reader(model: impl Fn() + Sync + Send + 'static) {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(2);
+        builder.max_branches = 20_000;
+        builder.check(model);
+    }
+
+    /// A thread that pins on each of `lists` in turn (each pin inside the
+    /// ones before) and loads each list's oldest live segment, sets
+    /// `flags[0]`, waits for `flags[1]`, and then checks that every
+    /// segment is still the one it loaded.
+    fn spawn_holding_reader<const N: usize>(
+        lists: std::sync::Arc<[Segments<Watched>; N]>,
+        flags: std::sync::Arc<[AtomicBool; 2]>,
+    ) -> loom::thread::JoinHandle<()> {
+        loom::thread::spawn(move || {
+            let mut held = Vec::new();
+            for list in &*lists {
+                let guard = list.pin();
+                // SAFETY: loaded from `head` while pinned on the list.
+                let seg = unsafe { &*list.head(&guard) };
+                held.push((guard, seg, seg.id));
+            }
+            flags[0].store(true, Ordering::Release);
+            wait_for(&flags[1]);
+            for (_, seg, id) in &held {
+                assert_still(seg, *id);
+            }
+        })
+    }
+
     /// Bound 2. A reader pins on `list`, loads its oldest live segment and
     /// stays pinned while the main thread moves both cursors of `other`,
     /// then of `list`, three segments on, before it reads the cell. Each
@@ -1211,29 +1245,16 @@ mod loom_models {
     /// read).
     #[test]
     fn a_pin_holds_back_only_its_own_list() {
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = Some(2);
-        // The reader spins on a flag while the walk runs: more branches
-        // than loom's default allows with `loom_rmw_loads`.
-        builder.max_branches = 20_000;
-        builder.check(|| {
-            let list = std::sync::Arc::new(Segments::<Watched>::new());
+        check_with_a_spinning_reader(|| {
+            let list = std::sync::Arc::new([Segments::<Watched>::new()]);
+            // The reader has loaded; the walker is done.
             let flags = std::sync::Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
-            let (view, reader_flags) = (list.clone(), flags.clone());
-            let reader = loom::thread::spawn(move || {
-                let guard = view.pin();
-                // SAFETY: loaded from `head` while pinned.
-                let seg = unsafe { &*view.head(&guard) };
-                let id = seg.id;
-                reader_flags[0].store(true, Ordering::Release);
-                wait_for(&reader_flags[1]);
-                assert_still(seg, id);
-            });
+            let reader = spawn_holding_reader(list.clone(), flags.clone());
             wait_for(&flags[0]);
             let other = Segments::<Watched>::new();
             for index in 0..4 * SEGMENT_CELLS as u64 {
                 take_on_both_sides(&other, index);
-                take_on_both_sides(&list, index);
+                take_on_both_sides(&list[0], index);
             }
             // SAFETY: `retired` holds the list's reference, and no reclaim
             // runs concurrently (only this thread uses `other`).
@@ -1256,31 +1277,11 @@ mod loom_models {
     /// announcement in place of the wildcard, `a`'s is).
     #[test]
     fn a_pin_nested_in_another_domain_holds_both_back() {
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = Some(2);
-        // The reader spins on a flag while the walk runs: more branches
-        // than loom's default allows with `loom_rmw_loads`.
-        builder.max_branches = 20_000;
-        builder.check(|| {
+        check_with_a_spinning_reader(|| {
             let lists =
                 std::sync::Arc::new([Segments::<Watched>::new(), Segments::<Watched>::new()]);
-            // The reader has loaded; the walker is done.
             let flags = std::sync::Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
-            let (view, reader_flags) = (lists.clone(), flags.clone());
-            let reader = loom::thread::spawn(move || {
-                let mut held = Vec::new();
-                for list in &*view {
-                    let guard = list.pin();
-                    // SAFETY: loaded from `head` while pinned on the list.
-                    let seg = unsafe { &*list.head(&guard) };
-                    held.push((guard, seg, seg.id));
-                }
-                reader_flags[0].store(true, Ordering::Release);
-                wait_for(&reader_flags[1]);
-                for (_, seg, id) in &held {
-                    assert_still(seg, *id);
-                }
-            });
+            let reader = spawn_holding_reader(lists.clone(), flags.clone());
             wait_for(&flags[0]);
             for index in 0..4 * SEGMENT_CELLS as u64 {
                 for list in &*lists {
