@@ -356,7 +356,17 @@ impl<T> Receiver<T> {
     /// assert_eq!(rx.recv(), Ok(9));
     /// ```
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.recv_in(Wait::Until(None)).map_err(|_| RecvError)
+        self.recv_blocking(None).map_err(|_| RecvError)
+    }
+
+    /// `recv_in` for the blocking forms, apart from it so that `try_recv`
+    /// stays two loads (see `Channel::recv_parked`).
+    #[inline]
+    fn recv_blocking(&self, deadline: Option<Instant>) -> Result<T, Fail> {
+        match &self.flavor {
+            Flavor::Chan(shared) => shared.chan.recv_parked(deadline),
+            Flavor::Timer(..) => self.recv_in(Wait::Until(deadline)),
+        }
     }
 
     #[inline]
@@ -413,7 +423,7 @@ impl<T> Receiver<T> {
     }
 
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        self.recv_in(Wait::Until(deadline))
+        self.recv_blocking(deadline)
             .map_err(|fail| match (fail, &self.flavor) {
                 (Fail::Closed, _) => RecvTimeoutError::Closed,
                 // A close before the deadline is reported as one (a
