@@ -552,9 +552,9 @@ impl<T> Channel<T> {
                 return Err(SendStop::Fail(fail));
             }
         }
-        // A blocking send on an unbounded channel skips `send_in`'s frame
-        // (see `send_unbounded`).
-        if let (Mode::Park(_), Kind::Unbounded) = (mode, &self.kind) {
+        // A send on an unbounded channel, in any mode (it never waits and
+        // never registers), skips `send_in`'s frame (see `send_unbounded`).
+        if let Kind::Unbounded = &self.kind {
             // SAFETY: our caller's contract.
             return unsafe { self.send_unbounded(msg) };
         }
@@ -599,7 +599,8 @@ impl<T> Channel<T> {
     unsafe fn send_in(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
         // SAFETY (all arms): `msg` as this function's contract says.
         match &self.kind {
-            Kind::Unbounded => unsafe { self.send_buffered(msg) }.map_err(SendStop::Fail),
+            // (`send_from` sends on unbounded channels itself.)
+            Kind::Unbounded => unsafe { self.send_unbounded(msg) },
             Kind::Rendezvous => unsafe { self.send_rendezvous(msg, mode) },
             Kind::Counting { count, .. } => unsafe { send_counted(count, msg, mode) },
             Kind::Bounded { permits, .. } => {
@@ -617,7 +618,7 @@ impl<T> Channel<T> {
         }
     }
 
-    /// A blocking send on an unbounded channel: [`Channel::send_buffered`]
+    /// A send on an unbounded channel: [`Channel::send_buffered`]
     /// in a small frame of its own, not `send_in`'s (whose rendezvous and
     /// count arms need six saved registers and a 360-byte frame), and out
     /// of line, so that it grows no caller (see [`Channel::recv_unbounded`]
