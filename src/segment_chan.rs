@@ -128,22 +128,48 @@ impl<T> Cell<T> {
 
 /// The kinds of channel.
 // One per channel, inside its single allocation: boxing the semaphore would
-// only add a pointer chase to every bounded send.
+// only add a pointer chase to every bounded send. `repr(u8)` gives the enum
+// a defined layout (the Reference's "primitive representation": a union of
+// `repr(C)` structs, one per variant, each led by the tag), so that
+// `Channel::init_at` can build the `Bounded` variant in place through
+// `BoundedInPlace`: built on the stack and moved, its 320-byte semaphore
+// cost a `memcpy` that stalled on the stores just made (an eighth of the
+// time of creating, using and dropping a `bounded(1)`).
 #[allow(clippy::large_enum_variant)]
+#[repr(u8)]
 enum Kind {
-    Unbounded,
-    Rendezvous,
+    Unbounded = 0,
+    Rendezvous = 1,
+    // Built only in place, by `Channel::init_at`.
+    #[allow(dead_code)]
     Bounded {
         cap: usize,
         permits: Semaphore,
-    },
+    } = BOUNDED_TAG,
     /// Zero-sized messages, bounded or not (`cap`), except rendezvous:
     /// a count instead of cells (see `counting.rs`).
     Counting {
         cap: Option<usize>,
         count: Counting,
-    },
+    } = 3,
 }
+
+/// `Kind::Bounded`'s tag.
+const BOUNDED_TAG: u8 = 2;
+
+/// The layout of `Kind::Bounded` under `repr(u8)`: the tag, then the
+/// variant's fields in order, as a `repr(C)` struct.
+#[repr(C)]
+struct BoundedInPlace {
+    tag: u8,
+    cap: usize,
+    permits: Semaphore,
+}
+
+const _: () = assert!(
+    mem::size_of::<BoundedInPlace>() <= mem::size_of::<Kind>()
+        && mem::align_of::<BoundedInPlace>() <= mem::align_of::<Kind>()
+);
 
 pub(crate) struct Channel<T> {
     /// Sends started; bit 63: closed.
@@ -310,24 +336,29 @@ impl<T> Channel<T> {
     pub(crate) unsafe fn init_at(p: *mut Self, cap: Option<usize>) {
         // First: see `Segments::in_domain`.
         let domain = Domain::new();
-        let kind = match cap {
-            _ if std::mem::size_of::<T>() == 0 && cap != Some(0) => Kind::Counting {
-                cap,
-                count: Counting::new(cap.map_or(counting::UNBOUNDED, |c| c as u64)),
-            },
-            None => Kind::Unbounded,
-            Some(0) => Kind::Rendezvous,
-            Some(cap) => Kind::Bounded {
-                cap,
-                permits: Semaphore::new(cap),
-            },
-        };
-        let counting = matches!(kind, Kind::Counting { .. });
+        let counting = std::mem::size_of::<T>() == 0 && cap != Some(0);
         // SAFETY: per the contract; each field is written once.
         unsafe {
-            ptr::addr_of_mut!((*p).kind).write(kind);
-            ptr::addr_of_mut!((*p).senders).write(CachePadded::new(AtomicU64::new(0)));
-            ptr::addr_of_mut!((*p).receivers).write(CachePadded::new(AtomicU64::new(0)));
+            let kind = ptr::addr_of_mut!((*p).kind);
+            match cap {
+                _ if counting => kind.write(Kind::Counting {
+                    cap,
+                    count: Counting::new(cap.map_or(counting::UNBOUNDED, |c| c as u64)),
+                }),
+                None => kind.write(Kind::Unbounded),
+                Some(0) => kind.write(Kind::Rendezvous),
+                Some(cap) => {
+                    // `BoundedInPlace` is the variant's layout (see `Kind`),
+                    // and fits in `Kind`'s place (checked at compile time).
+                    let bounded = kind.cast::<BoundedInPlace>();
+                    ptr::addr_of_mut!((*bounded).tag).write(BOUNDED_TAG);
+                    ptr::addr_of_mut!((*bounded).cap).write(cap);
+                    Semaphore::init_at(ptr::addr_of_mut!((*bounded).permits), cap);
+                    debug_assert!(matches!(&*kind, Kind::Bounded { cap: c, .. } if *c == cap));
+                }
+            }
+            CachePadded::write_at(ptr::addr_of_mut!((*p).senders), AtomicU64::new(0));
+            CachePadded::write_at(ptr::addr_of_mut!((*p).receivers), AtomicU64::new(0));
             ptr::addr_of_mut!((*p).closed_at).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_sends).write(AtomicU64::new(0));
             ptr::addr_of_mut!((*p).skipped_recvs).write(AtomicU64::new(0));

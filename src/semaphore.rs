@@ -142,17 +142,38 @@ fn signed(v: u64) -> i64 {
 }
 
 impl Semaphore {
-    /// A semaphore of `permits`, whose waiter queue pins in a domain of
-    /// its own until [`Semaphore::share_domain`].
+    /// Writes a semaphore of `permits` to `p`, field by field (a channel
+    /// builds its own in place: see `Kind` in `segment_chan.rs`). Its
+    /// waiter queue pins in a domain of its own until
+    /// [`Semaphore::share_domain`].
+    ///
+    /// # Safety
+    /// `p` is valid for writes of a `Semaphore`, aligned, and unshared.
+    #[inline]
+    pub(crate) unsafe fn init_at(p: *mut Self, permits: usize) {
+        // SAFETY: per the contract; each field is written once.
+        unsafe {
+            CachePadded::write_at(
+                ptr::addr_of_mut!((*p).permits),
+                AtomicU64::new(permits.min(i64::MAX as usize) as u64),
+            );
+            CachePadded::write_at(ptr::addr_of_mut!((*p).returned), AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).batch).write(batch_for(permits));
+            ptr::addr_of_mut!((*p).enq).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).deq).write(AtomicU64::new(0));
+            ptr::addr_of_mut!((*p).maybe_withdrawn).write(AtomicBool::new(false));
+            ptr::addr_of_mut!((*p).cells).write(LazySegments::new());
+        }
+    }
+
+    /// A semaphore of `permits`, standing alone (the unit tests').
+    #[cfg(test)]
     pub(crate) fn new(permits: usize) -> Self {
-        Semaphore {
-            permits: CachePadded::new(AtomicU64::new(permits.min(i64::MAX as usize) as u64)),
-            returned: CachePadded::new(AtomicU64::new(0)),
-            batch: batch_for(permits),
-            enq: AtomicU64::new(0),
-            deq: AtomicU64::new(0),
-            maybe_withdrawn: AtomicBool::new(false),
-            cells: LazySegments::new(),
+        let mut sem = std::mem::MaybeUninit::uninit();
+        // SAFETY: a fresh local, written whole by `init_at`.
+        unsafe {
+            Self::init_at(sem.as_mut_ptr(), permits);
+            sem.assume_init()
         }
     }
 
