@@ -26,6 +26,10 @@
 //! barrier to the last thread's end; `iters` is split as evenly as possible
 //! over the threads.
 //!
+//! One group is not Go's: `chan_recv_timeout` is `chan_uncontended` with
+//! every receive a `recv_timeout` that finds its message waiting (a worker
+//! that polls for a shutdown between jobs receives this way).
+//!
 //! Every benchmark checks the number of messages moved and, where the values
 //! are numbers, their sum, and that nothing is left in the channel: a
 //! broken path panics instead of looking fast.
@@ -77,8 +81,14 @@ trait Lib {
     fn receivers<T: Send + 'static>(rx: Self::Rx<T>, n: usize) -> Vec<Self::Rx<T>>;
     fn send<T: Send + 'static>(tx: &Self::Tx<T>, msg: T);
     fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> T;
+    /// A receive with a timeout ([`TIMEOUT`]) that must not expire.
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T;
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T>;
 }
+
+/// The timeout of `chan_recv_timeout`'s receives: long enough never to
+/// expire, so that only the cost of a timed receive is measured.
+const TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `n` clones of `rx` (the original among them), for the MPMC libraries.
 fn clones<R: Clone>(rx: R, n: usize) -> Vec<R> {
@@ -115,6 +125,11 @@ impl Lib for Scalechan {
         rx.recv().expect("scalechan: recv failed")
     }
     #[inline]
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
+        rx.recv_timeout(TIMEOUT)
+            .expect("scalechan: recv_timeout failed")
+    }
+    #[inline]
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T> {
         match rx.try_recv() {
             Ok(m) => Try::Msg(m),
@@ -144,6 +159,11 @@ impl Lib for Crossbeam {
     #[inline]
     fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
         rx.recv().expect("crossbeam: recv failed")
+    }
+    #[inline]
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
+        rx.recv_timeout(TIMEOUT)
+            .expect("crossbeam: recv_timeout failed")
     }
     #[inline]
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T> {
@@ -177,6 +197,11 @@ impl Lib for Flume {
         rx.recv().expect("flume: recv failed")
     }
     #[inline]
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
+        rx.recv_timeout(TIMEOUT)
+            .expect("flume: recv_timeout failed")
+    }
+    #[inline]
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T> {
         match rx.try_recv() {
             Ok(m) => Try::Msg(m),
@@ -206,6 +231,11 @@ impl Lib for Kanal {
     #[inline]
     fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
         rx.recv().expect("kanal: recv failed")
+    }
+    #[inline]
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
+        rx.recv_timeout(TIMEOUT)
+            .expect("kanal: recv_timeout failed")
     }
     #[inline]
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T> {
@@ -278,6 +308,14 @@ impl Lib for StdMpsc {
             StdRx::Shared(rx) => rx.lock().unwrap().recv(),
         };
         r.expect("std mpsc: recv failed")
+    }
+    #[inline]
+    fn recv_timeout<T: Send + 'static>(rx: &Self::Rx<T>) -> T {
+        let r = match rx {
+            StdRx::Own(rx) => rx.recv_timeout(TIMEOUT),
+            StdRx::Shared(rx) => rx.lock().unwrap().recv_timeout(TIMEOUT),
+        };
+        r.expect("std mpsc: recv_timeout failed")
     }
     #[inline]
     fn try_recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Try<T> {
@@ -457,8 +495,10 @@ fn closed<L: Lib>(p: usize, iters: u64) -> Duration {
 }
 
 /// ChanUncontended: each of `p` threads has its own `bounded(100)` and per
-/// iteration sends 100 messages, then receives them.
-fn uncontended<L: Lib>(p: usize, iters: u64) -> Duration {
+/// iteration sends 100 messages, then receives them. With `timed`, the
+/// receives are `recv_timeout`s that find their message waiting
+/// (`chan_recv_timeout`, ours: the timed form of a worker's receive).
+fn uncontended<L: Lib>(timed: bool, p: usize, iters: u64) -> Duration {
     let states: Vec<_> = (0..p)
         .map(|i| (L::bounded::<u64>(BATCH as usize), share(iters, p, i)))
         .collect();
@@ -469,7 +509,11 @@ fn uncontended<L: Lib>(p: usize, iters: u64) -> Duration {
                 L::send(&tx, black_box(i));
             }
             for _ in 0..BATCH {
-                sum += L::recv(&rx);
+                sum += if timed {
+                    L::recv_timeout(&rx)
+                } else {
+                    L::recv(&rx)
+                };
             }
         }
         assert!(
@@ -713,7 +757,12 @@ fn benches(c: &mut Criterion) {
     }
     {
         let mut g = group(c, "chan_uncontended", BATCH);
-        sweep!(&mut g, uncontended());
+        sweep!(&mut g, uncontended(false));
+        g.finish();
+    }
+    {
+        let mut g = group(c, "chan_recv_timeout", BATCH);
+        sweep!(&mut g, uncontended(true));
         g.finish();
     }
     {

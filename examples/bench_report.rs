@@ -140,6 +140,7 @@ const DESCRIPTIONS: &[(&str, &str)] = &[
     ("chan_nonblocking", "Go's ChanNonblocking: P threads `try_recv` on one empty `bounded(0)`. Per call. std: `Mutex<Receiver>` at P > 1."),
     ("chan_closed", "Go's ChanClosed: as chan_nonblocking on a closed, empty `bounded(0)` (every call must report closed). Per call. std: `Mutex<Receiver>` at P > 1."),
     ("chan_uncontended", "Go's ChanUncontended: each of P threads owns a `bounded(100)` and sends 100, then receives 100. Per message."),
+    ("chan_recv_timeout", "Not Go's: chan_uncontended with every receive a `recv_timeout` (60 s) that finds its message waiting. Per message."),
     ("chan_contended", "Go's ChanContended: P threads share one `bounded(100 P)`; each sends 100, then receives 100. Per message. std: `Mutex<Receiver>` at P > 1."),
     ("chan_sync", "Go's ChanSync: P pairs of threads, each pair ping-ponging over its own two `bounded(0)` (2P threads). Per message (a round trip is 2)."),
     ("chan_sync_one_cpu", "chan_sync with all 2P threads pinned to one CPU (Go's ChanSync at -cpu=1). Per message."),

@@ -920,17 +920,27 @@ fn non_blocking_operations_reach_a_select_waiting_both_ways() {
 /// could send that value again.
 #[test]
 fn a_spent_send_case_is_refused() {
-    use scalechan::select::{run, Case, SendCase};
+    use scalechan::select::{run, Case, Limit, SendCase};
     use std::panic::{catch_unwind, AssertUnwindSafe};
     let (tx, rx) = bounded(2);
     let mut case = SendCase::new(&tx, String::from("once"));
     let mut order = [0];
     assert_eq!(
-        run(&mut [&mut case as &mut dyn Case], &mut order, false, None),
+        run(
+            &mut [&mut case as &mut dyn Case],
+            &mut order,
+            false,
+            Limit::Never
+        ),
         Some(0)
     );
     let again = catch_unwind(AssertUnwindSafe(|| {
-        run(&mut [&mut case as &mut dyn Case], &mut order, false, None)
+        run(
+            &mut [&mut case as &mut dyn Case],
+            &mut order,
+            false,
+            Limit::Never,
+        )
     }));
     assert!(again.is_err(), "a spent case must not run again");
     assert_eq!(case.into_result(), Ok(()));
@@ -945,7 +955,7 @@ fn a_spent_send_case_is_refused() {
 /// `select!` expands to) drops that value, exactly once.
 #[test]
 fn a_case_dropped_with_its_value_drops_it_once() {
-    use scalechan::select::{run, Case, RecvCase, SendCase};
+    use scalechan::select::{run, Case, Limit, RecvCase, SendCase};
     let drops = Arc::new(AtomicUsize::new(0));
     struct Counted(Arc<AtomicUsize>);
     impl Drop for Counted {
@@ -972,7 +982,12 @@ fn a_case_dropped_with_its_value_drops_it_once() {
                 thread::yield_now();
             }
         }
-        let run_it = run(&mut [&mut case as &mut dyn Case], &mut order, true, None);
+        let run_it = run(
+            &mut [&mut case as &mut dyn Case],
+            &mut order,
+            true,
+            Limit::Never,
+        );
         assert_eq!(run_it, Some(0));
         assert_eq!(drops.load(Ordering::Relaxed), 0);
         drop(case);
@@ -991,7 +1006,12 @@ fn a_case_dropped_with_its_value_drops_it_once() {
             thread::sleep(20 * MS);
             rx.close();
         });
-        let run_it = run(&mut [&mut case as &mut dyn Case], &mut order, true, None);
+        let run_it = run(
+            &mut [&mut case as &mut dyn Case],
+            &mut order,
+            true,
+            Limit::Never,
+        );
         assert_eq!(run_it, Some(0));
         closer.join().unwrap();
         assert_eq!(drops.load(Ordering::Relaxed), 0);
@@ -1004,7 +1024,12 @@ fn a_case_dropped_with_its_value_drops_it_once() {
     tx.send(Counted(drops.clone())).unwrap();
     let mut case = RecvCase::new(&rx);
     assert_eq!(
-        run(&mut [&mut case as &mut dyn Case], &mut order, false, None),
+        run(
+            &mut [&mut case as &mut dyn Case],
+            &mut order,
+            false,
+            Limit::Never
+        ),
         Some(0)
     );
     let msg = case.into_result().unwrap();
@@ -1018,7 +1043,7 @@ fn a_case_dropped_with_its_value_drops_it_once() {
 /// second one over it nor loses the first.
 #[test]
 fn a_completed_receive_case_keeps_its_message() {
-    use scalechan::select::{run, Case, RecvCase};
+    use scalechan::select::{run, Case, Limit, RecvCase};
     let (tx, rx) = bounded(2);
     tx.send(String::from("first")).unwrap();
     tx.send(String::from("second")).unwrap();
@@ -1026,7 +1051,12 @@ fn a_completed_receive_case_keeps_its_message() {
     let mut order = [0];
     for _ in 0..2 {
         assert_eq!(
-            run(&mut [&mut case as &mut dyn Case], &mut order, false, None),
+            run(
+                &mut [&mut case as &mut dyn Case],
+                &mut order,
+                false,
+                Limit::Never
+            ),
             Some(0)
         );
     }

@@ -1,7 +1,7 @@
 //! [`Select`]: a select built at run time, with any number of cases.
 
 use super::cases::{RecvCase, SendCase};
-use super::Case;
+use super::{Case, Limit};
 use crate::channel::{Receiver, Sender};
 use crate::error::{RecvError, SendError};
 use std::fmt;
@@ -131,7 +131,7 @@ impl<'a, R> Select<'a, R> {
     /// assert_eq!(msg, "hello");
     /// ```
     pub fn wait(self) -> R {
-        self.run(true, None)
+        self.run(true, Limit::Never)
             .expect("a select without a deadline always completes a case")
     }
 
@@ -142,11 +142,13 @@ impl<'a, R> Select<'a, R> {
     /// assert!(scalechan::Select::new().recv(&rx, |_| ()).try_wait().is_none());
     /// ```
     pub fn try_wait(self) -> Option<R> {
-        self.run(false, None)
+        self.run(false, Limit::Never)
     }
 
     /// Waits at most `timeout` for a case to complete. A timeout too large
-    /// for `Instant` waits forever.
+    /// for `Instant` waits forever. A case ready at once completes without
+    /// a clock read; the timeout counts from when the select starts to
+    /// wait.
     ///
     /// ```
     /// use std::time::Duration;
@@ -157,7 +159,7 @@ impl<'a, R> Select<'a, R> {
     /// assert!(r.is_none());
     /// ```
     pub fn wait_timeout(self, timeout: Duration) -> Option<R> {
-        self.run(true, Instant::now().checked_add(timeout))
+        self.run(true, Limit::After(timeout))
     }
 
     /// Waits until `deadline` at most for a case to complete.
@@ -172,15 +174,15 @@ impl<'a, R> Select<'a, R> {
     /// assert_eq!(r, Some(1));
     /// ```
     pub fn wait_deadline(self, deadline: Instant) -> Option<R> {
-        self.run(true, Some(deadline))
+        self.run(true, Limit::At(deadline))
     }
 
-    fn run(mut self, block: bool, deadline: Option<Instant>) -> Option<R> {
+    fn run(mut self, block: bool, limit: Limit) -> Option<R> {
         let mut order = vec![0; self.arms.len()];
         let index = {
             let mut cases: Vec<&mut (dyn Case + 'a)> =
                 self.arms.iter_mut().map(|arm| arm.case()).collect();
-            super::run(&mut cases, &mut order, block, deadline)?
+            super::run(&mut cases, &mut order, block, limit)?
         };
         Some(self.arms.swap_remove(index).fire())
     }

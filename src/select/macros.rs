@@ -25,7 +25,9 @@
 /// chosen arm's body (or as a `break`, `continue`, `return` or `?` in that
 /// body leaves it). A case on a closed channel is ready
 /// (with an error). Without a default arm, `select!` blocks until a case
-/// completes.
+/// completes. With `default(timeout)`, the timeout counts from when the
+/// select starts to wait: a case ready at once completes without a clock
+/// read.
 ///
 /// ```
 /// use scalechan::select;
@@ -165,29 +167,29 @@ macro_rules! __select_internal {
         }
     };
     (@bind [] [] $default:tt) => {{
-        let (block, deadline) = $crate::__select_internal!(@mode $default);
-        let index = $crate::select::run(&mut [], &mut [], block, deadline);
+        let (block, limit) = $crate::__select_internal!(@mode $default);
+        let index = $crate::select::run(&mut [], &mut [], block, limit);
         let _ = index;
         $crate::__select_internal!(@dispatch index () [] $default)
     }};
     (@bind [$(($kind:ident $case:ident $res:tt $body:tt))+] [] $default:tt) => {{
-        let (block, deadline) = $crate::__select_internal!(@mode $default);
+        let (block, limit) = $crate::__select_internal!(@mode $default);
         let mut order = [$({ let _ = &$case; 0usize }),+];
         let index = {
             let mut cases = [$(&mut $case as &mut dyn $crate::select::Case),+];
-            $crate::select::run(&mut cases, &mut order, block, deadline)
+            $crate::select::run(&mut cases, &mut order, block, limit)
         };
         $crate::__select_internal!(@dispatch index (0) [$(($kind $case $res $body))+] $default)
     }};
 
     (@mode []) => {
-        (true, ::core::option::Option::None)
+        (true, $crate::select::Limit::Never)
     };
     (@mode [(now) $body:tt]) => {
-        (false, ::core::option::Option::None)
+        (false, $crate::select::Limit::Never)
     };
     (@mode [(after $timeout:expr) $body:tt]) => {
-        (true, $crate::select::deadline_after($timeout))
+        (true, $crate::select::Limit::After($timeout))
     };
 
     // ------------------------------------------------------------ dispatch
