@@ -45,6 +45,8 @@
 mod builder;
 mod cases;
 mod macros;
+#[doc(hidden)]
+pub mod one;
 mod rng;
 
 /// What keeps [`Case`] to this crate's cases and its methods to `run`.

@@ -1154,3 +1154,143 @@ fn a_large_message_through_select_on_a_small_stack() {
         assert_eq!(m, 4);
     }));
 }
+
+/// A `select!` of one case runs the plain operation (`select::one`), not
+/// the select machinery: each form must still mean what the select means.
+/// Receives: ready, empty (default, timed default), closed (the case, with
+/// the error, whatever the default).
+#[test]
+fn one_recv_case_each_form() {
+    let (tx, rx) = bounded::<i32>(1);
+    tx.send(1).unwrap();
+    assert_eq!(select! { recv(rx) -> m => m }, Ok(1));
+    assert_eq!(select! { recv(rx) -> _ => 0, default => 1 }, 1);
+    let start = Instant::now();
+    assert_eq!(select! { recv(rx) -> _ => 0, default(5 * MS) => 1 }, 1);
+    assert!(
+        start.elapsed() >= 5 * MS,
+        "the timed default waited its timeout"
+    );
+    tx.send(2).unwrap();
+    assert_eq!(
+        select! { recv(rx) -> m => m, default => Err(scalechan::RecvError) },
+        Ok(2)
+    );
+    tx.send(3).unwrap();
+    assert_eq!(
+        select! { recv(rx) -> m => m, default(MS) => Err(scalechan::RecvError) },
+        Ok(3)
+    );
+    // Closed with a message left: the message first, then the error.
+    tx.send(4).unwrap();
+    tx.close();
+    assert_eq!(
+        select! { recv(rx) -> m => m.ok(), default => None },
+        Some(4)
+    );
+    assert!(select! { recv(rx) -> m => m.is_err(), default => false });
+    assert!(select! { recv(rx) -> m => m.is_err(), default(MS) => false });
+    assert!(select! { recv(rx) -> m => m.is_err() });
+    // Blocking: woken by a send from another thread.
+    let (tx, rx) = bounded::<i32>(0);
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        tx.send(9).unwrap();
+    });
+    assert_eq!(select! { recv(rx) -> m => m }, Ok(9));
+    h.join().unwrap();
+}
+
+/// Sends: room, full (default, timed default: the value is dropped after
+/// the default arm's body, once), closed (the case, with the value back).
+#[test]
+fn one_send_case_each_form() {
+    struct Counted(Arc<AtomicUsize>, i32);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (tx, rx) = bounded::<Counted>(1);
+    let sent = select! { send(tx, Counted(drops.clone(), 1)) -> r => r.is_ok(), default => false };
+    assert!(sent);
+    for timed in [false, true] {
+        let in_body = if timed {
+            select! {
+                send(tx, Counted(drops.clone(), 2)) -> _ => panic!("full"),
+                default(2 * MS) => drops.load(Ordering::Relaxed),
+            }
+        } else {
+            select! {
+                send(tx, Counted(drops.clone(), 2)) -> _ => panic!("full"),
+                default => drops.load(Ordering::Relaxed),
+            }
+        };
+        assert_eq!(
+            in_body,
+            usize::from(timed),
+            "dropped after the default's body"
+        );
+        assert_eq!(drops.load(Ordering::Relaxed), 1 + usize::from(timed));
+    }
+    assert_eq!(rx.recv().map(|c| c.1).ok(), Some(1));
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
+    // A `break` in the default arm drops the value too.
+    select! {
+        send(tx, Counted(drops.clone(), 3)) -> r => assert!(r.is_ok()),
+        default => panic!("room"),
+    }
+    let mut sent = 0;
+    loop {
+        select! {
+            send(tx, Counted(drops.clone(), 4)) -> _ => sent += 1,
+            default => break,
+        }
+    }
+    assert_eq!(sent, 0);
+    assert_eq!(drops.load(Ordering::Relaxed), 4);
+    rx.close();
+    let back =
+        select! { send(tx, Counted(drops.clone(), 5)) -> r => r.unwrap_err().0 .1, default => 0 };
+    assert_eq!(back, 5);
+    let back = select! { send(tx, Counted(drops.clone(), 6)) -> r => r.unwrap_err().0 .1, default(MS) => 0 };
+    assert_eq!(back, 6);
+    let back = select! { send(tx, Counted(drops.clone(), 7)) -> r => r.unwrap_err().0 .1 };
+    assert_eq!(back, 7);
+    // Blocking on a rendezvous channel: met by a receiver.
+    let (tx, rx) = bounded::<i32>(0);
+    let h = thread::spawn(move || {
+        thread::sleep(5 * MS);
+        rx.recv()
+    });
+    assert_eq!(select! { send(tx, 8) -> r => r }, Ok(()));
+    assert_eq!(h.join().unwrap(), Ok(8));
+}
+
+/// One case: the operand, then the value, then the timeout, each once;
+/// temporaries in the operand live through the select (crossbeam's
+/// optional-case idiom with one case).
+#[test]
+fn one_case_evaluation_order_and_temporaries() {
+    let (tx, rx) = bounded::<i32>(1);
+    let order = std::cell::RefCell::new(vec![]);
+    let note = |n: i32| order.borrow_mut().push(n);
+    select! {
+        send({ note(1); &tx }, { note(2); 5 }) -> r => r.unwrap(),
+        default({ note(3); MS }) => panic!("room"),
+    }
+    assert_eq!(*order.borrow(), [1, 2, 3]);
+    order.borrow_mut().clear();
+    let got = select! {
+        recv({ note(1); &rx }) -> m => m.ok(),
+        default({ note(2); MS }) => None,
+    };
+    assert_eq!((got, order.borrow().clone()), (Some(5), vec![1, 2]));
+    let maybe = std::hint::black_box(None::<&scalechan::Receiver<i32>>);
+    let got = select! {
+        recv(maybe.unwrap_or(&never())) -> m => m.ok(),
+        default(MS) => None,
+    };
+    assert_eq!(got, None);
+}

@@ -150,6 +150,19 @@ macro_rules! __select_internal {
     // A `match` on the operand, not a `let`: temporaries in it (crossbeam's
     // optional-case idiom `recv(rx.as_ref().unwrap_or(&never()))`) live to
     // the end of the match, so through the whole select.
+    // One case: the plain operation (`select::one`). Same evaluation
+    // order (the operand, its value, then the timeout) and the same
+    // lifetime for temporaries in the operand (the `match`).
+    (@bind [] [(recv ($rx:expr) ($res:pat) ($body:expr))] $default:tt) => {
+        match &$rx {
+            rx => $crate::__select_internal!(@one_recv rx ($res) ($body) $default),
+        }
+    };
+    (@bind [] [(send ($tx:expr) ($value:expr) ($res:pat) ($body:expr))] $default:tt) => {
+        match &$tx {
+            tx => $crate::__select_internal!(@one_send tx ($value) ($res) ($body) $default),
+        }
+    };
     (@bind [$($bound:tt)*] [(recv ($rx:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {
         match &$rx {
             rx => {
@@ -181,6 +194,59 @@ macro_rules! __select_internal {
         };
         $crate::__select_internal!(@dispatch index (0) [$(($kind $case $res $body))+] $default)
     }};
+
+    (@one_recv $rx:ident ($res:pat) ($body:expr) []) => {{
+        let $res = $crate::select::one::recv($rx);
+        $body
+    }};
+    (@one_recv $rx:ident ($res:pat) ($body:expr) [(now) ($default:expr)]) => {
+        match $crate::select::one::try_recv($rx) {
+            ::core::option::Option::Some(result) => {
+                let $res = result;
+                $body
+            }
+            ::core::option::Option::None => $default,
+        }
+    };
+    (@one_recv $rx:ident ($res:pat) ($body:expr) [(after $timeout:expr) ($default:expr)]) => {
+        match $crate::select::one::recv_timeout($rx, $timeout) {
+            ::core::option::Option::Some(result) => {
+                let $res = result;
+                $body
+            }
+            ::core::option::Option::None => $default,
+        }
+    };
+    (@one_send $tx:ident ($value:expr) ($res:pat) ($body:expr) []) => {{
+        let $res = $crate::select::one::send($tx, $value);
+        $body
+    }};
+    // The value the channel did not take is dropped after the default
+    // arm's body (or as a `break` in it leaves), as in a select of many.
+    (@one_send $tx:ident ($value:expr) ($res:pat) ($body:expr) [(now) ($default:expr)]) => {
+        match $crate::select::one::try_send($tx, $value) {
+            ::core::result::Result::Ok(result) => {
+                let $res = result;
+                $body
+            }
+            ::core::result::Result::Err(unsent) => {
+                let _unsent = unsent;
+                $default
+            }
+        }
+    };
+    (@one_send $tx:ident ($value:expr) ($res:pat) ($body:expr) [(after $timeout:expr) ($default:expr)]) => {
+        match $crate::select::one::send_timeout($tx, $value, $timeout) {
+            ::core::result::Result::Ok(result) => {
+                let $res = result;
+                $body
+            }
+            ::core::result::Result::Err(unsent) => {
+                let _unsent = unsent;
+                $default
+            }
+        }
+    };
 
     (@mode []) => {
         (true, $crate::select::Limit::Never)
