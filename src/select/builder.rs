@@ -22,8 +22,9 @@ impl<'a, T, R, F: FnOnce(Result<T, RecvError>) -> R> Arm<'a, R> for RecvArm<'a, 
     fn case(&mut self) -> &mut (dyn Case + 'a) {
         &mut self.case
     }
-    fn fire(self: Box<Self>) -> R {
-        (self.handler)(self.case.into_result())
+    fn fire(mut self: Box<Self>) -> R {
+        let result = self.case.take_result();
+        (self.handler)(result)
     }
 }
 
@@ -36,8 +37,9 @@ impl<'a, T, R, F: FnOnce(Result<(), SendError<T>>) -> R> Arm<'a, R> for SendArm<
     fn case(&mut self) -> &mut (dyn Case + 'a) {
         &mut self.case
     }
-    fn fire(self: Box<Self>) -> R {
-        (self.handler)(self.case.into_result())
+    fn fire(mut self: Box<Self>) -> R {
+        let result = self.case.take_result();
+        (self.handler)(result)
     }
 }
 

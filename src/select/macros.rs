@@ -261,7 +261,7 @@ macro_rules! __select_internal {
     // ------------------------------------------------------------ dispatch
     (@dispatch $index:ident ($($n:tt)*) [(recv $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
         if $index == ::core::option::Option::Some($($n)*) {
-            let $res = $case.into_result();
+            let $res = $case.take_result();
             $body
         } else {
             $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
@@ -269,7 +269,7 @@ macro_rules! __select_internal {
     };
     (@dispatch $index:ident ($($n:tt)*) [(send $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
         if $index == ::core::option::Option::Some($($n)*) {
-            let $res = $case.into_result();
+            let $res = $case.take_result();
             $body
         } else {
             $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
