@@ -187,18 +187,29 @@ pub(crate) fn claim_index(
     seen: u64,
     order: sync::atomic::Ordering,
 ) -> bool {
-    let taken = counter
+    let taken = claim_index_once(counter, seen, order);
+    if !taken {
+        RaceBackoff::new().lost();
+    }
+    taken
+}
+
+/// [`claim_index`] without the wait after a lost race: for an attempt
+/// that a full one (which waits) follows when it fails.
+#[inline]
+pub(crate) fn claim_index_once(
+    counter: &sync::atomic::AtomicU64,
+    seen: u64,
+    order: sync::atomic::Ordering,
+) -> bool {
+    counter
         .compare_exchange(
             seen,
             seen.wrapping_add(1),
             order,
             sync::atomic::Ordering::Relaxed,
         )
-        .is_ok();
-    if !taken {
-        RaceBackoff::new().lost();
-    }
-    taken
+        .is_ok()
 }
 
 #[cfg(loom)]

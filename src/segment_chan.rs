@@ -46,7 +46,7 @@ use crate::counting::{self, Counting, Moved};
 use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::{claim_index, take_index, Backoff, CachePadded};
+use crate::loom::{claim_index, claim_index_once, take_index, Backoff, CachePadded};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
 use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
@@ -1026,17 +1026,19 @@ impl<T> Channel<T> {
     /// still in progress) goes on to `recv_into`, which pins and looks
     /// again. A select's try pass and a `try_recv` or a timed receive that
     /// find their message take it this way: a two-case `select!` that
-    /// found its message, 38.6 -> 33 ns. Out of line, so that
-    /// the failing `try_recv` stays two loads inlined in its caller. Not
-    /// under loom, where `recv_into` makes the same attempt with the pin
-    /// it then keeps.
+    /// found its message, 39-40 -> 36-38 ns; `recv_timeout` 17.6-19.9 ->
+    /// 14.6-15.2. A lost race for the index does not wait here (the
+    /// attempt in `recv_into` does): waiting in both made contended
+    /// selects wait twice. Out of line, so that the failing `try_recv`
+    /// stays two loads inlined in its caller. Not under loom, where
+    /// `recv_into` makes the same attempt with the pin it then keeps.
     ///
     /// # Safety
     /// As for [`Channel::recv_to`].
     #[inline(never)]
     unsafe fn try_take(&self, out: *mut T) -> Result<(), RecvStop> {
         if matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. })
-            && self.take_buffered(&self.cells.pin(), out)
+            && self.take_buffered(&self.cells.pin(), out, false)
         {
             return Ok(());
         }
@@ -1064,7 +1066,7 @@ impl<T> Channel<T> {
     #[inline(never)]
     fn recv_unbounded(&self, deadline: Option<Instant>) -> RecvResult<T> {
         let mut out = MaybeUninit::<T>::uninit();
-        if self.take_buffered(&self.cells.pin(), out.as_mut_ptr()) {
+        if self.take_buffered(&self.cells.pin(), out.as_mut_ptr(), true) {
             // SAFETY: `take_buffered` moved a message into `out`.
             return Ok(unsafe { out.assume_init() });
         }
@@ -1076,7 +1078,8 @@ impl<T> Channel<T> {
     /// without the general loop's frame and states. Reads first, and takes
     /// the index (by CAS from the value read) only once its cell is seen
     /// `BUFFERED`, so `false` leaves nothing changed (a lost race first
-    /// waits, as in `take_index`) and the general path starts afresh.
+    /// waits, as in `take_index`, unless `wait_on_loss` is false because a
+    /// full attempt follows) and the general path starts afresh.
     ///
     /// A `try_recv` (and a select's try pass) makes this attempt first;
     /// a blocking receive makes it once `await_sender` has seen the cell
@@ -1086,7 +1089,7 @@ impl<T> Channel<T> {
     /// caught up with the producer and waited on nearly every message.
     /// Where it is now, that shape ran 28 ns against 31.
     #[inline(always)]
-    fn take_buffered(&self, guard: &epoch::Guard, out: *mut T) -> bool {
+    fn take_buffered(&self, guard: &epoch::Guard, out: *mut T, wait_on_loss: bool) -> bool {
         if !matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. }) {
             return false;
         }
@@ -1103,7 +1106,12 @@ impl<T> Channel<T> {
         if cell.state.load(Ordering::Acquire) != BUFFERED {
             return false;
         }
-        if !claim_index(&self.receivers, r, Ordering::Relaxed) {
+        let claimed = if wait_on_loss {
+            claim_index(&self.receivers, r, Ordering::Relaxed)
+        } else {
+            claim_index_once(&self.receivers, r, Ordering::Relaxed)
+        };
+        if !claimed {
             return false;
         }
         // SAFETY: BUFFERED was read with Acquire, and index `r` is ours;
@@ -1214,7 +1222,7 @@ impl<T> Channel<T> {
             _ => None,
         };
         if let Some(guard) = &pinned {
-            if self.take_buffered(guard, out) {
+            if self.take_buffered(guard, out, true) {
                 return Ok(());
             }
         }
