@@ -653,7 +653,10 @@ pub(crate) fn yield_until(deadline: Option<Instant>, done: impl Fn() -> bool) ->
         let Some(phase) = yielding::Phase::begin(start) else {
             return done(); // yields go to other processes now: park instead
         };
-        let until = deadline.map_or(start + YIELD_FOR, |d| d.min(start + YIELD_FOR));
+        // Made when the first yield did not do: one yield usually does (a
+        // ping-pong partner on the same CPU), and then this phase reads
+        // the clock once and does no arithmetic on it.
+        let mut until = None;
         let mut before = start;
         loop {
             std::thread::yield_now();
@@ -665,6 +668,10 @@ pub(crate) fn yield_until(deadline: Option<Instant>, done: impl Fn() -> bool) ->
                 phase.slow_yield(now);
                 return false;
             }
+            let until = *until.get_or_insert_with(|| {
+                let budget_end = start + YIELD_FOR;
+                deadline.map_or(budget_end, |d| d.min(budget_end))
+            });
             if now >= until {
                 return false;
             }

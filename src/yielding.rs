@@ -59,7 +59,11 @@ impl Phase {
     /// Starts a yield phase at `start`; `None` if waiters should not yield
     /// now (park instead).
     pub(crate) fn begin(start: Instant) -> Option<Phase> {
-        if nanos_since_base(start) < QUIET_UNTIL.load(Ordering::Relaxed) {
+        // 0 until the first quiet window: no clock arithmetic then (a
+        // blocked rendezvous ping-pong on one CPU begins a phase per
+        // message).
+        let quiet_until = QUIET_UNTIL.load(Ordering::Relaxed);
+        if quiet_until != 0 && nanos_since_base(start) < quiet_until {
             return None;
         }
         let judge = JUDGE_UNTIL.with(|j| j.get().is_some_and(|until| start < until));
