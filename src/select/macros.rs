@@ -145,14 +145,13 @@ macro_rules! __select_internal {
     };
 
     // ------------------------------------------------------------- binding
-    // One nested block per case, in source order. Each `case` below is a
-    // distinct binding (macro hygiene), carried on to the run by its token.
-    // A `match` on the operand, not a `let`: temporaries in it (crossbeam's
+    // A `match` on each operand, not a `let`: temporaries in it (crossbeam's
     // optional-case idiom `recv(rx.as_ref().unwrap_or(&never()))`) live to
     // the end of the match, so through the whole select.
-    // One case: the plain operation (`select::one`). Same evaluation
-    // order (the operand, its value, then the timeout) and the same
-    // lifetime for temporaries in the operand (the `match`).
+    //
+    // One case (these two rules come first): the plain operation
+    // (`select::one`), with the same evaluation order (the operand, its
+    // value, then the timeout).
     (@bind [] [(recv ($rx:expr) ($res:pat) ($body:expr))] $default:tt) => {
         match &$rx {
             rx => $crate::__select_internal!(@one_recv rx ($res) ($body) $default),
@@ -163,6 +162,9 @@ macro_rules! __select_internal {
             tx => $crate::__select_internal!(@one_send tx ($value) ($res) ($body) $default),
         }
     };
+    // Several cases: one nested block per case, in source order. Each
+    // `case` below is a distinct binding (macro hygiene), carried on to the
+    // run by its token.
     (@bind [$($bound:tt)*] [(recv ($rx:expr) $res:tt $body:tt) $($rest:tt)*] $default:tt) => {
         match &$rx {
             rx => {
