@@ -943,7 +943,7 @@ fn a_spent_send_case_is_refused() {
         )
     }));
     assert!(again.is_err(), "a spent case must not run again");
-    assert_eq!(case.into_result(), Ok(()));
+    assert_eq!(case.take_result(), Ok(()));
     assert_eq!(rx.try_recv().as_deref(), Ok("once"));
     assert!(rx.try_recv().is_err(), "sent once");
 }
@@ -1032,7 +1032,7 @@ fn a_case_dropped_with_its_value_drops_it_once() {
         ),
         Some(0)
     );
-    let msg = case.into_result().unwrap();
+    let msg = case.take_result().unwrap();
     assert_eq!(drops.load(Ordering::Relaxed), 0);
     drop(msg);
     assert_eq!(drops.load(Ordering::Relaxed), 1);
@@ -1060,7 +1060,7 @@ fn a_completed_receive_case_keeps_its_message() {
             Some(0)
         );
     }
-    assert_eq!(case.into_result().as_deref(), Ok("first"));
+    assert_eq!(case.take_result().as_deref(), Ok("first"));
     assert_eq!(rx.try_recv().as_deref(), Ok("second"));
 }
 

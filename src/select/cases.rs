@@ -76,18 +76,10 @@ impl<'a, T> RecvCase<'a, T> {
         }
     }
 
-    /// The result of the completed case.
-    ///
-    /// # Panics
-    /// If the case did not complete (the select chose another).
-    pub fn into_result(mut self) -> Result<T, RecvError> {
-        self.take_result()
-    }
-
-    /// [`into_result`](Self::into_result) in place, leaving the case empty
-    /// (its drop then does nothing). What `select!` calls: passed by value,
-    /// the ~420-byte case was copied for the call (a `memcpy`, an eighth of
-    /// a two-case select that found its message).
+    /// The result of the completed case, taken out in place: the case is
+    /// left empty (its drop then does nothing). By reference, not by value:
+    /// passed by value, the ~420-byte case was copied for the call (a
+    /// `memcpy`, an eighth of a two-case select that found its message).
     ///
     /// # Panics
     /// If the case did not complete (the select chose another).
@@ -366,16 +358,8 @@ impl<'a, T> SendCase<'a, T> {
         }
     }
 
-    /// The result of the completed case.
-    ///
-    /// # Panics
-    /// If the case did not complete (the select chose another).
-    pub fn into_result(mut self) -> Result<(), SendError<T>> {
-        self.take_result()
-    }
-
-    /// [`into_result`](Self::into_result) in place, leaving the case empty
-    /// (see [`RecvCase::take_result`]).
+    /// The result of the completed case, taken out in place (see
+    /// [`RecvCase::take_result`]).
     ///
     /// # Panics
     /// If the case did not complete (the select chose another).

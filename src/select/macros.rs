@@ -201,17 +201,18 @@ macro_rules! __select_internal {
         let $res = $crate::select::one::recv($rx);
         $body
     }};
-    (@one_recv $rx:ident ($res:pat) ($body:expr) [(now) ($default:expr)]) => {
-        match $crate::select::one::try_recv($rx) {
-            ::core::option::Option::Some(result) => {
-                let $res = result;
-                $body
-            }
-            ::core::option::Option::None => $default,
-        }
+    (@one_recv $rx:ident $res:tt $body:tt [(now) $default:tt]) => {
+        $crate::__select_internal!(@one_received ($crate::select::one::try_recv($rx)) $res $body $default)
     };
-    (@one_recv $rx:ident ($res:pat) ($body:expr) [(after $timeout:expr) ($default:expr)]) => {
-        match $crate::select::one::recv_timeout($rx, $timeout) {
+    (@one_recv $rx:ident $res:tt $body:tt [(after $timeout:expr) $default:tt]) => {
+        $crate::__select_internal!(
+            @one_received ($crate::select::one::recv_timeout($rx, $timeout)) $res $body $default
+        )
+    };
+    // A receive with a default: the case's result, or `None` for the
+    // default arm.
+    (@one_received ($outcome:expr) ($res:pat) ($body:expr) ($default:expr)) => {
+        match $outcome {
             ::core::option::Option::Some(result) => {
                 let $res = result;
                 $body
@@ -223,22 +224,22 @@ macro_rules! __select_internal {
         let $res = $crate::select::one::send($tx, $value);
         $body
     }};
-    // The value the channel did not take is dropped after the default
-    // arm's body (or as a `break` in it leaves), as in a select of many.
-    (@one_send $tx:ident ($value:expr) ($res:pat) ($body:expr) [(now) ($default:expr)]) => {
-        match $crate::select::one::try_send($tx, $value) {
-            ::core::result::Result::Ok(result) => {
-                let $res = result;
-                $body
-            }
-            ::core::result::Result::Err(unsent) => {
-                let _unsent = unsent;
-                $default
-            }
-        }
+    (@one_send $tx:ident ($value:expr) $res:tt $body:tt [(now) $default:tt]) => {
+        $crate::__select_internal!(
+            @one_sent ($crate::select::one::try_send($tx, $value)) $res $body $default
+        )
     };
-    (@one_send $tx:ident ($value:expr) ($res:pat) ($body:expr) [(after $timeout:expr) ($default:expr)]) => {
-        match $crate::select::one::send_timeout($tx, $value, $timeout) {
+    (@one_send $tx:ident ($value:expr) $res:tt $body:tt [(after $timeout:expr) $default:tt]) => {
+        $crate::__select_internal!(
+            @one_sent ($crate::select::one::send_timeout($tx, $value, $timeout)) $res $body $default
+        )
+    };
+    // A send with a default: the case's result, or the value back for the
+    // default arm. The value the channel did not take is dropped after the
+    // default arm's body (or as a `break` in it leaves), as in a select of
+    // many.
+    (@one_sent ($outcome:expr) ($res:pat) ($body:expr) ($default:expr)) => {
+        match $outcome {
             ::core::result::Result::Ok(result) => {
                 let $res = result;
                 $body
