@@ -142,6 +142,45 @@ fn index_of(e: u128) -> u64 {
     e as u64
 }
 
+/// An array of a ring that LSCQ gives back while the ring waits for reuse
+/// and gets again before the ring's next life (`Scq::release_storage`,
+/// `Scq::renew`). In a cell because the ring's counters stay readable by
+/// unpinned threads throughout (`Lscq`'s emptiness look), so the ring is
+/// never borrowed mutably; only the array's pointer changes, and no such
+/// reader looks at the array. A standalone `Scq` never replaces it.
+struct Storage<E>(std::cell::UnsafeCell<Box<[E]>>);
+
+// SAFETY: the array moves between threads with its ring; it is replaced
+// only under `replace`'s contract (no other thread uses it), otherwise
+// shared as `&[E]`, which needs `E: Sync`.
+unsafe impl<E: Send + Sync> Sync for Storage<E> {}
+
+impl<E> Storage<E> {
+    fn new(array: Box<[E]>) -> Self {
+        Storage(std::cell::UnsafeCell::new(array))
+    }
+
+    #[inline(always)]
+    fn get(&self) -> &[E] {
+        // SAFETY: the box is replaced only by `replace`, whose caller
+        // guarantees that no other thread uses the array (and this thread
+        // holds no `&[E]` from before: see its contract).
+        unsafe { &*self.0.get() }
+    }
+
+    /// Puts `array` in place of the current one, which is returned.
+    ///
+    /// # Safety
+    /// No other thread accesses this array (its ring is out of every
+    /// queue's reach and its grace period is over: only `Lscq`'s
+    /// emptiness look, which reads no array, may still reach the ring), and
+    /// no reference from `get` is alive.
+    unsafe fn replace(&self, array: Box<[E]>) -> Box<[E]> {
+        // SAFETY: per the contract, this is the only access.
+        unsafe { mem::replace(&mut *self.0.get(), array) }
+    }
+}
+
 /// One of the paper's index rings: a FIFO of numbers below `n` that never
 /// holds more than `m = R / 2` of them at once.
 pub(crate) struct IndexRing {
@@ -153,7 +192,7 @@ pub(crate) struct IndexRing {
     /// `tail` when the ring was finalized (`u64::MAX` before): positions
     /// from there on were taken by pushes that failed, `len` ignores them.
     final_tail: AtomicU64,
-    entries: Box<[AtomicU128]>,
+    entries: Storage<AtomicU128>,
     /// `log2(R)`.
     order: u32,
     /// `remap` parameters, precomputed: `(order - 3, 3)`, or `(order, 0)`
@@ -170,17 +209,11 @@ impl IndexRing {
         let size = 2 * half;
         let order = size.trailing_zeros();
         let ring = IndexRing {
-            head: CachePadded::new(AtomicU64::new(size as u64)),
-            tail: CachePadded::new(AtomicU64::new((size + full) as u64)),
-            threshold: CachePadded::new(AtomicU64::new(if full == 0 {
-                -1i64 as u64
-            } else {
-                Self::threshold_for(size)
-            })),
+            head: CachePadded::new(AtomicU64::new(0)),
+            tail: CachePadded::new(AtomicU64::new(0)),
+            threshold: CachePadded::new(AtomicU64::new(0)),
             final_tail: AtomicU64::new(u64::MAX),
-            entries: (0..size)
-                .map(|_| AtomicU128::new(pack(0, SAFE | EMPTY, 0)))
-                .collect(),
+            entries: Storage::new(Self::fresh_entries(size)),
             order,
             lines_order: if order > REMAP_SHIFT {
                 order - REMAP_SHIFT
@@ -189,13 +222,69 @@ impl IndexRing {
             },
             remap_shift: if order > REMAP_SHIFT { REMAP_SHIFT } else { 0 },
         };
-        // Positions start at `size` (cycle 1), so the cycle-0 entries above
-        // read as "older than any position".
+        ring.reset(full);
+        ring
+    }
+
+    fn fresh_entries(size: usize) -> Box<[AtomicU128]> {
+        (0..size)
+            .map(|_| AtomicU128::new(pack(0, SAFE | EMPTY, 0)))
+            .collect()
+    }
+
+    /// Makes the ring what `new(half, full)` built: `0..full` in order.
+    /// Relaxed stores: the ring is published (or its queue shared) after
+    /// this with a Release. A ring renewed for LSCQ may be read meanwhile
+    /// by an emptiness look, which `Lscq::looks_empty` validates.
+    fn reset(&self, full: usize) {
+        let size = self.size();
+        let entries = self.entries.get();
+        debug_assert_eq!(entries.len(), size);
+        // Positions start at `size` (cycle 1), so cycle-0 entries read as
+        // "older than any position".
+        for e in entries {
+            e.store(pack(0, SAFE | EMPTY, 0), Ordering::Relaxed);
+        }
         for i in 0..full {
             let pos = (size + i) as u64;
-            ring.entries[ring.remap(pos)].store(pack(1, SAFE, i as u64), Ordering::Relaxed);
+            entries[self.remap(pos)].store(pack(1, SAFE, i as u64), Ordering::Relaxed);
         }
-        ring
+        self.head.store(size as u64, Ordering::Relaxed);
+        self.tail.store((size + full) as u64, Ordering::Relaxed);
+        self.threshold.store(
+            if full == 0 {
+                -1i64 as u64
+            } else {
+                Self::threshold_for(size)
+            },
+            Ordering::Relaxed,
+        );
+        self.final_tail.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Gives the entries back, leaving an empty ring of no entries that
+    /// reads as empty (and that drops nothing).
+    ///
+    /// # Safety
+    /// As [`Storage::replace`].
+    unsafe fn release_entries(&self) {
+        // SAFETY: per the contract.
+        drop(unsafe { self.entries.replace(Box::new([])) });
+        let size = self.size() as u64;
+        self.head.store(size, Ordering::Relaxed);
+        self.tail.store(size, Ordering::Relaxed);
+        self.threshold.store(-1i64 as u64, Ordering::Relaxed);
+    }
+
+    /// Allocates the entries again if they were given back.
+    ///
+    /// # Safety
+    /// As [`Storage::replace`].
+    unsafe fn restore_entries(&self) {
+        if self.entries.get().is_empty() {
+            // SAFETY: per the contract.
+            unsafe { self.entries.replace(Self::fresh_entries(self.size())) };
+        }
     }
 
     /// A ring that is never used (the `fq` of an inline queue): no entries.
@@ -205,7 +294,7 @@ impl IndexRing {
             tail: CachePadded::new(AtomicU64::new(0)),
             threshold: CachePadded::new(AtomicU64::new(-1i64 as u64)),
             final_tail: AtomicU64::new(u64::MAX),
-            entries: Box::new([]),
+            entries: Storage::new(Box::new([])),
             order: 1,
             lines_order: 1,
             remap_shift: 0,
@@ -248,7 +337,7 @@ impl IndexRing {
                 return false;
             }
             let tcycle = t >> self.order;
-            let entry = &self.entries[self.remap(t)];
+            let entry = &self.entries.get()[self.remap(t)];
             // SeqCst: with the dequeuer's SeqCst entry load, this load is in
             // the total order with `head` (C++20 [atomics.order]/4): a
             // dequeuer that passed this position reading the entry before
@@ -289,7 +378,8 @@ impl IndexRing {
     /// Read-only emptiness test, the pop fast path. `true` means the ring
     /// was empty at the moment `tail` was read: `head` was read first and
     /// only grows, so then `tail <= head` and every position ever handed to
-    /// an enqueuer also has a dequeuer.
+    /// an enqueuer also has a dequeuer. (Its loads must stay Acquire or
+    /// stronger: `Lscq`'s unpinned look at a recycled ring relies on it.)
     #[inline]
     fn looks_empty(&self) -> bool {
         if (self.threshold.load(Ordering::SeqCst) as i64) < 0 {
@@ -300,7 +390,10 @@ impl IndexRing {
         t <= h
     }
 
-    /// Removes the oldest index, or `None` when the ring is empty.
+    /// Removes the oldest index, or `None` when the ring is empty. Inline:
+    /// the empty answer is a few loads in the caller (the rest is out of
+    /// line).
+    #[inline]
     fn dequeue(&self) -> Option<u64> {
         if self.looks_empty() {
             return None;
@@ -342,7 +435,7 @@ impl IndexRing {
         loop {
             let h = take_index(&self.head, Ordering::SeqCst);
             let hcycle = h >> self.order;
-            let entry = &self.entries[self.remap(h)];
+            let entry = &self.entries.get()[self.remap(h)];
             // SeqCst (see `enqueue`): ordered after our head FAA in the
             // total order, so an enqueuer that decides from `head <= T`
             // cannot write a value here that this load misses. Acquire part:
@@ -592,7 +685,7 @@ pub struct Scq<T> {
     /// unlimited thread count) rests on.
     free: CachePadded<AtomicU64>,
     /// Out-of-line values only (empty when inline).
-    slots: Box<[UnsafeCell<MaybeUninit<T>>]>,
+    slots: Storage<UnsafeCell<MaybeUninit<T>>>,
     capacity: usize,
 }
 
@@ -636,7 +729,7 @@ impl<T> Scq<T> {
                 aq: IndexRing::new(half, 0),
                 fq: IndexRing::unused(),
                 free: CachePadded::new(AtomicU64::new(capacity as u64)),
-                slots: Box::new([]),
+                slots: Storage::new(Box::new([])),
                 capacity,
             }
         } else {
@@ -644,9 +737,7 @@ impl<T> Scq<T> {
                 aq: IndexRing::new(half, 0),
                 fq: IndexRing::new(half, capacity),
                 free: CachePadded::new(AtomicU64::new(0)),
-                slots: (0..capacity)
-                    .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                    .collect(),
+                slots: Storage::new(Self::fresh_slots(capacity)),
                 capacity,
             }
         }
@@ -737,7 +828,7 @@ impl<T> Scq<T> {
             }
             return Err(value);
         };
-        let slot = &self.slots[i as usize];
+        let slot = &self.slots.get()[i as usize];
         // SAFETY: slot `i` came out of `fq`, so no other thread holds its
         // number: we have exclusive access until we enqueue `i` again. The
         // previous reader's accesses happen before this (its `fq` enqueue
@@ -793,7 +884,7 @@ impl<T> Scq<T> {
     /// Moves the value out of slot `i`, just taken from `aq`, and frees the
     /// slot.
     fn take_slot(&self, i: u64) -> T {
-        let slot = &self.slots[i as usize];
+        let slot = &self.slots.get()[i as usize];
         // SAFETY: `i` came out of `aq`, so the slot was initialised by the
         // pusher that enqueued `i` (its write happens before: its `aq` CAS
         // released it, our `aq` load acquired it) and no other thread holds
@@ -849,6 +940,61 @@ impl<T> Scq<T> {
     /// ```
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    fn fresh_slots(capacity: usize) -> Box<[UnsafeCell<MaybeUninit<T>>]> {
+        (0..capacity)
+            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+            .collect()
+    }
+
+    /// LSCQ: gives back the arrays of a drained ring waiting for reuse
+    /// (most of its memory), keeping the counters, which read as empty.
+    ///
+    /// # Safety
+    /// As [`Storage::replace`]: the ring holds no value, no other thread
+    /// uses it but to read its counters, and no call here overlaps another
+    /// `release_storage` or `renew`.
+    pub(crate) unsafe fn release_storage(&self) {
+        // SAFETY (all): per the contract.
+        unsafe {
+            self.aq.release_entries();
+            if !Self::INLINE {
+                self.fq.release_entries();
+                drop(self.slots.replace(Box::new([])));
+            }
+        }
+    }
+
+    /// LSCQ: makes a drained ring a new empty one, as `with_capacity` builds
+    /// it, allocating its arrays again if they were given back.
+    ///
+    /// # Safety
+    /// As [`Scq::release_storage`].
+    pub(crate) unsafe fn renew(&self) {
+        // SAFETY (all): per the contract.
+        unsafe {
+            self.aq.restore_entries();
+            if !Self::INLINE {
+                self.fq.restore_entries();
+                if self.slots.get().is_empty() {
+                    self.slots.replace(Self::fresh_slots(self.capacity));
+                }
+            }
+        }
+        self.aq.reset(0);
+        if Self::INLINE {
+            self.free.store(self.capacity as u64, Ordering::Relaxed);
+        } else {
+            self.fq.reset(self.capacity);
+        }
+    }
+
+    /// "Empty" decided from loads alone, as `pop` decides it first
+    /// (`false` does not mean a value is there).
+    #[inline]
+    pub(crate) fn looks_empty(&self) -> bool {
+        self.aq.looks_empty()
     }
 
     pub(crate) fn finalize(&self) {
@@ -994,7 +1140,7 @@ mod loom_models {
             assert!(ring.enqueue(100));
             let stalled = take_index(&ring.head, Ordering::SeqCst);
             assert_eq!(stalled, 4);
-            let seen = ring.entries[ring.remap(stalled)].load(Ordering::SeqCst);
+            let seen = ring.entries.get()[ring.remap(stalled)].load(Ordering::SeqCst);
             for v in 101..=103 {
                 assert!(ring.enqueue(v)); // 5, 6, 7
                 assert_eq!(ring.dequeue(), Some(v));
@@ -1010,7 +1156,7 @@ mod loom_models {
             // head = tail = 12; entry 0: cycle 1, not empty, unsafe, 100.
             let r0 = ring.clone();
             let late = loom::thread::spawn(move || {
-                let entry = &r0.entries[r0.remap(stalled)];
+                let entry = &r0.entries.get()[r0.remap(stalled)];
                 assert_eq!(consume(entry, seen), 100);
             });
             let r1 = ring.clone();

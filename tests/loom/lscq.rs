@@ -67,8 +67,11 @@ fn finalize_races_push<V: Val>(name: &str) {
 /// Ring reclamation racing a slow reader: three 1-value rings; T1 pops once
 /// (and may stall holding the first ring), T2 pops twice, retiring rings and
 /// running the collector, which recycles a ring once its grace period is
-/// over. The canary catches any access to a recycled ring; values come out
-/// exactly once. Preemption bound 3.
+/// over. The canary catches any access to a pinned use of a recycled ring;
+/// values come out exactly once. Three values for three pops: the queue is
+/// never empty while a pop runs, so each returns one (a pop's unpinned
+/// emptiness look that misread a recycled ring would answer `None`).
+/// Preemption bound 3.
 #[test]
 fn lscq_reclaim_races_slow_reader() {
     model("lscq_reclaim_races_slow_reader", 3, || {
@@ -87,13 +90,61 @@ fn lscq_reclaim_races_slow_reader() {
             }
             [a, b]
         });
-        let mut got: Vec<u32> = slow.join().unwrap().into_iter().collect();
-        got.extend(fast.join().unwrap().into_iter().flatten());
+        let slow = slow.join().unwrap();
+        let fast = fast.join().unwrap();
+        assert!(slow.is_some(), "None from a queue never empty");
+        assert!(
+            fast.iter().all(Option::is_some),
+            "None from a queue never empty"
+        );
+        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
+        assert_eq!(q.pop(), None);
+    });
+}
+
+/// The unpinned emptiness look racing the reuse of the ring it looks at:
+/// three 1-value rings; T1 pops once, T2 pops twice (retiring the first
+/// ring), runs the collector until that ring is recycled unless a pinned
+/// thread holds it back (T1's look does not pin, so it does not), and
+/// pushes 4, which finds the last ring full and appends the recycled ring,
+/// renewed: empty, with no next ring, as a look of the first ring's old
+/// life must not take it for the head.
+/// The queue holds a value whenever a pop runs, so every pop returns one;
+/// every value comes out exactly once. Preemption bound 2 (17k executions;
+/// 191k at bound 3, 992k with loads as RMWs). It fails with the look's
+/// second read of the life, or its second read of `head`, taken out, or
+/// with its first read of the life Relaxed.
+#[test]
+fn lscq_empty_look_races_ring_reuse() {
+    model("lscq_empty_look_races_ring_reuse", 2, || {
+        let q = Arc::new(Lscq::with_ring_capacity(1));
+        for v in 1..=3u32 {
+            q.push(v);
+        }
+        let q1 = q.clone();
+        let slow = thread::spawn(move || q1.pop());
+        let q2 = q.clone();
+        let fast = thread::spawn(move || {
+            let got = [q2.pop(), q2.pop()];
+            scalechan::__private::collect_garbage();
+            q2.push(4);
+            got
+        });
+        let slow = slow.join().unwrap();
+        let fast = fast.join().unwrap();
+        assert!(slow.is_some(), "None from a queue never empty");
+        assert!(
+            fast.iter().all(Option::is_some),
+            "None from a queue never empty"
+        );
+        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
         while let Some(v) = q.pop() {
             got.push(v);
         }
         got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
+        assert_eq!(got, vec![1, 2, 3, 4], "lost or duplicated values");
     });
 }
 
