@@ -50,39 +50,54 @@ thread_local! {
 
 /// One yield phase of one waiter.
 pub(crate) struct Phase {
-    start: Instant,
-    /// The process's CPU time when the phase started, if measured.
-    cpu_at_start: Option<Duration>,
+    /// When the phase started and the process's CPU time then, if this
+    /// thread is judging its yields (it saw a slow one lately).
+    judged: Option<(Instant, Duration)>,
 }
 
 impl Phase {
-    /// Starts a yield phase at `start`; `None` if waiters should not yield
-    /// now (park instead).
-    pub(crate) fn begin(start: Instant) -> Option<Phase> {
-        // 0 until the first quiet window: no clock arithmetic then (a
-        // blocked rendezvous ping-pong on one CPU begins a phase per
-        // message).
+    /// Starts a yield phase; `None` if waiters should not yield now (park
+    /// instead). Reads the clock only while a quiet window was ever opened
+    /// or this thread judges its yields: a blocked rendezvous ping-pong on
+    /// one CPU begins a phase per message.
+    #[inline]
+    pub(crate) fn begin() -> Option<Phase> {
         let quiet_until = QUIET_UNTIL.load(Ordering::Relaxed);
-        if quiet_until != 0 && nanos_since_base(start) < quiet_until {
+        let judge_until = JUDGE_UNTIL.with(Cell::get);
+        if quiet_until == 0 && judge_until.is_none() {
+            return Some(Phase { judged: None });
+        }
+        Self::begin_timed(quiet_until, judge_until)
+    }
+
+    /// [`Phase::begin`] when it must read the clock.
+    #[cold]
+    #[inline(never)]
+    fn begin_timed(quiet_until: u64, judge_until: Option<Instant>) -> Option<Phase> {
+        let now = Instant::now();
+        if quiet_until != 0 && nanos_since_base(now) < quiet_until {
             return None;
         }
-        let judge = JUDGE_UNTIL.with(|j| j.get().is_some_and(|until| start < until));
+        let judge = judge_until.is_some_and(|until| now < until);
         Some(Phase {
-            start,
-            cpu_at_start: if judge { process_cpu() } else { None },
+            judged: if judge {
+                process_cpu().map(|cpu| (now, cpu))
+            } else {
+                None
+            },
         })
     }
 
     /// A yield of this phase took [`SLOW_YIELD`] or longer (the phase ends).
     pub(crate) fn slow_yield(&self, now: Instant) {
         JUDGE_UNTIL.with(|j| j.set(Some(now + JUDGE_FOR)));
-        let used = self
-            .cpu_at_start
-            .zip(process_cpu())
-            .map(|(at_start, now)| now.saturating_sub(at_start));
+        let Some((start, cpu_at_start)) = self.judged else {
+            return;
+        };
         // Under a quarter of one core since the phase began: the CPU went
         // to other processes.
-        if used.is_some_and(|used| used * 4 < now - self.start) {
+        let used = process_cpu().map(|cpu| cpu.saturating_sub(cpu_at_start));
+        if used.is_some_and(|used| used * 4 < now - start) {
             quiet_from(nanos_since_base(now));
         }
     }
