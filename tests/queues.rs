@@ -176,6 +176,66 @@ fn lscq_mpmc() {
     }
 }
 
+/// No `None` from a queue known to hold a value: producers publish how
+/// many values they pushed (Release) after each push, and the only
+/// consumer, before each pop, reads those counts (Acquire). Whenever they
+/// say more was pushed than it took, its pop must find a value (an empty
+/// look that read a stale or recycled ring would answer `None`). Two-value
+/// rings, so rings are finalized, retired, given back their arrays and
+/// renewed all along, with both layouts.
+#[test]
+fn lscq_pop_finds_what_was_pushed_before_it() {
+    fn run<V: Send + 'static>(make: fn(usize) -> V, back: fn(&V) -> usize) {
+        const PRODUCERS: usize = 2;
+        let per = n(20_000);
+        let q = Arc::new(Lscq::with_ring_capacity(2));
+        let pushed: Arc<[AtomicUsize; PRODUCERS]> =
+            Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (q, pushed) = (q.clone(), pushed.clone());
+                thread::spawn(move || {
+                    for i in 0..per {
+                        q.push(make(p * per + i));
+                        pushed[p].store(i + 1, Ordering::Release);
+                        if i % 64 == 0 {
+                            thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut next = [0usize; PRODUCERS];
+        let mut taken = 0;
+        while taken < PRODUCERS * per {
+            let known: usize = pushed.iter().map(|c| c.load(Ordering::Acquire)).sum();
+            match q.pop() {
+                Some(v) => {
+                    let v = back(&v);
+                    let (p, i) = (v / per, v % per);
+                    assert_eq!(i, next[p], "producer {p}'s values out of order");
+                    next[p] += 1;
+                    taken += 1;
+                }
+                None => {
+                    assert!(
+                        known <= taken,
+                        "None with {} values pushed before the pop",
+                        known - taken
+                    );
+                    thread::yield_now();
+                }
+            }
+        }
+        for h in producers {
+            h.join().unwrap();
+        }
+        assert!(q.pop().is_none());
+    }
+    run(|v| v, |v| *v);
+    run(|v| v.to_string(), |v| v.parse().unwrap());
+}
+
 #[test]
 #[should_panic(expected = "capacity must be at least 1")]
 fn scq_zero_capacity_panics() {
