@@ -66,8 +66,12 @@ const RING_CAPACITY: usize = 1024;
 #[cfg(loom)]
 const RING_CAPACITY: usize = 2;
 
-/// Drained rings kept for reuse.
+/// Drained rings kept whole for reuse (past them a ring keeps only its
+/// node). One under loom, so the models reuse a whole ring and a bare one.
+#[cfg(not(loom))]
 const POOL_SIZE: usize = 2;
+#[cfg(loom)]
+const POOL_SIZE: usize = 1;
 
 struct Node<T> {
     ring: Scq<T>,
@@ -119,6 +123,10 @@ struct Spares<T> {
     whole: Vec<*mut Node<T>>,
     /// Nodes whose arrays were given back.
     bare: Vec<*mut Node<T>>,
+    /// Nodes this queue ever allocated: `bare` keeps room for all of them,
+    /// so `recycle`, which runs under the collector's lock, never
+    /// allocates.
+    allocated: usize,
 }
 
 // SAFETY: the pointers are leaked `Box<Node<T>>`s that only the pool owns
@@ -210,8 +218,8 @@ unsafe fn recycle<T>(p: *mut ()) {
     if spares.whole.len() < POOL_SIZE {
         spares.whole.push(p);
     } else {
-        // SAFETY: drained, unreachable for pinned threads; under the pool's
-        // mutex, as every `renew`.
+        // SAFETY: drained and unreachable for pinned threads, and not in
+        // the pool yet, so no `renew` can run on it.
         unsafe { node.ring.release_storage() };
         spares.bare.push(p);
     }
@@ -240,8 +248,9 @@ impl<T> Lscq<T> {
     pub fn with_ring_capacity(n: usize) -> Self {
         let pool = Arc::new(Pool {
             spares: Mutex::new(Spares {
-                whole: Vec::new(),
-                bare: Vec::new(),
+                whole: Vec::with_capacity(POOL_SIZE),
+                bare: Vec::with_capacity(1),
+                allocated: 1,
             }),
         });
         let first = Box::into_raw(Box::new(Node::new(
@@ -260,12 +269,18 @@ impl<T> Lscq<T> {
     fn new_node(&self) -> *mut Node<T> {
         let mut spares = self.pool.spares.lock().unwrap_or_else(|e| e.into_inner());
         let Some(p) = spares.whole.pop().or_else(|| spares.bare.pop()) else {
+            spares.allocated += 1;
+            let room = spares.allocated - spares.bare.len();
+            spares.bare.reserve(room);
             drop(spares);
             return Box::into_raw(Box::new(Node::new(
                 Scq::with_capacity(self.ring_capacity),
                 Arc::downgrade(&self.pool),
             )));
         };
+        // Renewed outside the mutex: `recycle` takes it under the
+        // collector's lock, and renewing rewrites every entry of the ring.
+        drop(spares);
         // SAFETY: a spare is allocated as long as the pool; shared, as an
         // emptiness look may read it.
         let node = unsafe { &*p };
@@ -273,10 +288,10 @@ impl<T> Lscq<T> {
         // sees the new life (bumped before the spare reached the pool,
         // which we acquired through its mutex).
         fence(Ordering::Release);
-        // SAFETY: a spare is drained and unreachable for pinned threads;
-        // under the pool's mutex, as every `release_storage`.
+        // SAFETY: a spare is drained and unreachable for pinned threads,
+        // and ours alone since we took it out of the pool (its
+        // `release_storage`, if any, ran before it went in).
         unsafe { node.ring.renew() };
-        drop(spares);
         // (The node is published with a Release after this.)
         node.next.store(ptr::null_mut(), Ordering::Relaxed);
         p
@@ -466,7 +481,8 @@ impl<T> Lscq<T> {
     /// assert!(q.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        // The pop's unpinned look first: loads alone when it is empty.
+        self.looks_empty() || self.len() == 0
     }
 
     /// Number of rings in the list from head to tail (for tests: memory is
@@ -489,7 +505,8 @@ impl<T> Lscq<T> {
         n
     }
 
-    /// Number of drained rings waiting in the reuse pool.
+    /// Number of drained rings waiting whole in the reuse pool (not
+    /// counting the nodes kept without their arrays).
     ///
     /// ```
     /// let q = scalechan::Lscq::<u8>::new();

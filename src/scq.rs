@@ -222,7 +222,7 @@ impl IndexRing {
             },
             remap_shift: if order > REMAP_SHIFT { REMAP_SHIFT } else { 0 },
         };
-        ring.reset(full);
+        ring.reset(full, true);
         ring
     }
 
@@ -232,18 +232,22 @@ impl IndexRing {
             .collect()
     }
 
-    /// Makes the ring what `new(half, full)` built: `0..full` in order.
-    /// Relaxed stores: the ring is published (or its queue shared) after
-    /// this with a Release. A ring renewed for LSCQ may be read meanwhile
-    /// by an emptiness look, which `Lscq::looks_empty` validates.
-    fn reset(&self, full: usize) {
+    /// Makes the ring what `new(half, full)` built: `0..full` in order
+    /// (`fresh`: the entries were just made by `fresh_entries`, and hold
+    /// cycle 0 already). Relaxed stores: the ring is published (or its
+    /// queue shared) after this with a Release. A ring renewed for LSCQ
+    /// may be read meanwhile by an emptiness look, which
+    /// `Lscq::looks_empty` validates.
+    fn reset(&self, full: usize, fresh: bool) {
         let size = self.size();
         let entries = self.entries.get();
         debug_assert_eq!(entries.len(), size);
         // Positions start at `size` (cycle 1), so cycle-0 entries read as
         // "older than any position".
-        for e in entries {
-            e.store(pack(0, SAFE | EMPTY, 0), Ordering::Relaxed);
+        if !fresh {
+            for e in entries {
+                e.store(pack(0, SAFE | EMPTY, 0), Ordering::Relaxed);
+            }
         }
         for i in 0..full {
             let pos = (size + i) as u64;
@@ -276,15 +280,18 @@ impl IndexRing {
         self.threshold.store(-1i64 as u64, Ordering::Relaxed);
     }
 
-    /// Allocates the entries again if they were given back.
+    /// Allocates the entries again if they were given back; `true` if it
+    /// did (they are fresh).
     ///
     /// # Safety
     /// As [`Storage::replace`].
-    unsafe fn restore_entries(&self) {
-        if self.entries.get().is_empty() {
-            // SAFETY: per the contract.
-            unsafe { self.entries.replace(Self::fresh_entries(self.size())) };
+    unsafe fn restore_entries(&self) -> bool {
+        if !self.entries.get().is_empty() {
+            return false;
         }
+        // SAFETY: per the contract.
+        unsafe { self.entries.replace(Self::fresh_entries(self.size())) };
+        true
     }
 
     /// A ring that is never used (the `fq` of an inline queue): no entries.
@@ -973,20 +980,18 @@ impl<T> Scq<T> {
     /// As [`Scq::release_storage`].
     pub(crate) unsafe fn renew(&self) {
         // SAFETY (all): per the contract.
-        unsafe {
-            self.aq.restore_entries();
-            if !Self::INLINE {
-                self.fq.restore_entries();
-                if self.slots.get().is_empty() {
-                    self.slots.replace(Self::fresh_slots(self.capacity));
-                }
-            }
-        }
-        self.aq.reset(0);
+        let fresh = unsafe { self.aq.restore_entries() };
+        self.aq.reset(0, fresh);
         if Self::INLINE {
             self.free.store(self.capacity as u64, Ordering::Relaxed);
         } else {
-            self.fq.reset(self.capacity);
+            // SAFETY: per the contract.
+            let fresh = unsafe { self.fq.restore_entries() };
+            if self.slots.get().is_empty() {
+                // SAFETY: per the contract.
+                unsafe { self.slots.replace(Self::fresh_slots(self.capacity)) };
+            }
+            self.fq.reset(self.capacity, fresh);
         }
     }
 

@@ -184,3 +184,83 @@ fn lscq_finalize_races_push_and_pop() {
         assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
     });
 }
+
+/// The unpinned look while the ring it read is reused and comes back as
+/// the head (ABA on `head`): T1 pops once; T2 pops twice (retiring the
+/// first ring), collects, pushes 4 and 5 (the first appends the recycled
+/// ring, renewed) and pops twice more, which brings that ring back to the
+/// head. Five values for five pops: every pop returns one. Fails with the
+/// look's second read of `head` Relaxed. Preemption bound 2. Not with
+/// loads as RMWs: those read the latest value, which hides exactly the
+/// stale reads this model is about (and takes minutes).
+#[test]
+#[cfg(not(loom_rmw_loads))]
+fn lscq_empty_look_races_aba_on_head() {
+    model("lscq_empty_look_races_aba_on_head", 2, || {
+        let q = Arc::new(Lscq::with_ring_capacity(1));
+        for v in 1..=3u32 {
+            q.push(v);
+        }
+        let q1 = q.clone();
+        let slow = thread::spawn(move || q1.pop());
+        let q2 = q.clone();
+        let fast = thread::spawn(move || {
+            let first = [q2.pop(), q2.pop()];
+            scalechan::__private::collect_garbage();
+            q2.push(4);
+            q2.push(5);
+            [first[0], first[1], q2.pop(), q2.pop()]
+        });
+        let slow = slow.join().unwrap();
+        let fast = fast.join().unwrap();
+        assert!(slow.is_some(), "None from a queue never empty");
+        assert!(
+            fast.iter().all(Option::is_some),
+            "None from a queue never empty"
+        );
+        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3, 4, 5], "lost or duplicated values");
+    });
+}
+
+/// The unpinned look while one thread recycles the ring it read and
+/// another renews it: T1 pops once, T2 pops twice and collects, T3 pushes
+/// 4 (appending a ring: the recycled one, if T2's collection came first).
+/// Every pop returns a value. Fails without `new_node`'s Release fence
+/// before the resets (T3's pin, made before the bump, gives no order).
+/// Preemption bound 2; not with loads as RMWs (see above).
+#[test]
+#[cfg(not(loom_rmw_loads))]
+fn lscq_empty_look_races_renew_elsewhere() {
+    model("lscq_empty_look_races_renew_elsewhere", 2, || {
+        let q = Arc::new(Lscq::with_ring_capacity(1));
+        for v in 1..=3u32 {
+            q.push(v);
+        }
+        let q1 = q.clone();
+        let slow = thread::spawn(move || q1.pop());
+        let q2 = q.clone();
+        let fast = thread::spawn(move || {
+            let got = [q2.pop(), q2.pop()];
+            scalechan::__private::collect_garbage();
+            got
+        });
+        let q3 = q.clone();
+        let pusher = thread::spawn(move || q3.push(4));
+        let slow = slow.join().unwrap();
+        let fast = fast.join().unwrap();
+        pusher.join().unwrap();
+        assert!(slow.is_some(), "None from a queue never empty");
+        assert!(
+            fast.iter().all(Option::is_some),
+            "None from a queue never empty"
+        );
+        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
+        while let Some(v) = q.pop() {
+            got.push(v);
+        }
+        got.sort_unstable();
+        assert_eq!(got, vec![1, 2, 3, 4], "lost or duplicated values");
+    });
+}
