@@ -14,7 +14,11 @@
 /// swap: 8.6 of 54 ns for a select over four cases that are not ready).
 /// The budget counts bits, not the exact product of the ranges: dividing
 /// it by each range took a 64-bit division per swap (35-88 cycles on Intel
-/// cores before Ice Lake; within the noise on this AMD).
+/// cores before Ice Lake; within the noise on this AMD). Out of line:
+/// once a smaller yield phase changed LLVM's budget, it was inlined three
+/// times into `select::run`, which grew by a third (3380 -> 4479 bytes),
+/// and an uncontended select ran 4-6% slower (4 alternating rounds).
+#[inline(never)]
 pub(crate) fn shuffled(order: &mut [usize]) {
     for (i, slot) in order.iter_mut().enumerate() {
         *slot = i;
