@@ -79,6 +79,10 @@ impl Phase {
             return None;
         }
         let judge = judge_until.is_some_and(|until| now < until);
+        if judge_until.is_some() && !judge {
+            // Judging is over: later phases can skip the clock again.
+            JUDGE_UNTIL.with(|j| j.set(None));
+        }
         Some(Phase {
             judged: if judge {
                 process_cpu().map(|cpu| (now, cpu))

@@ -11,6 +11,39 @@ use loom::sync::Arc;
 use loom::thread;
 use scalechan::Lscq;
 
+/// A queue of 1-value rings holding 1, 2 and 3: three rings.
+fn three_one_value_rings() -> Arc<Lscq<u32>> {
+    let q = Arc::new(Lscq::with_ring_capacity(1));
+    for v in 1..=3u32 {
+        q.push(v);
+    }
+    q
+}
+
+/// For the models where the queue holds a value whenever a pop runs: the
+/// slow thread's pop and the fast thread's all found one, and those with
+/// what is left make `1..=pushed`, each exactly once.
+fn assert_each_pop_found_one(q: &Lscq<u32>, slow: Option<u32>, fast: &[Option<u32>], pushed: u32) {
+    assert!(slow.is_some(), "None from a queue never empty");
+    assert!(
+        fast.iter().all(Option::is_some),
+        "None from a queue never empty"
+    );
+    let mut got: Vec<u32> = slow
+        .into_iter()
+        .chain(fast.iter().flatten().copied())
+        .collect();
+    while let Some(v) = q.pop() {
+        got.push(v);
+    }
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        (1..=pushed).collect::<Vec<_>>(),
+        "lost or duplicated values"
+    );
+}
+
 /// Ring finalize racing a push: T1 pushes 1 then 2 (the second push finds
 /// the 1-slot ring full, finalizes it and appends a ring), T2 pushes 3 and
 /// pops. Afterwards every pushed value is found exactly once by draining
@@ -75,10 +108,7 @@ fn finalize_races_push<V: Val>(name: &str) {
 #[test]
 fn lscq_reclaim_races_slow_reader() {
     model("lscq_reclaim_races_slow_reader", 3, || {
-        let q = Arc::new(Lscq::with_ring_capacity(1));
-        for v in 1..=3u32 {
-            q.push(v);
-        }
+        let q = three_one_value_rings();
         let q1 = q.clone();
         let slow = thread::spawn(move || q1.pop());
         let q2 = q.clone();
@@ -90,17 +120,8 @@ fn lscq_reclaim_races_slow_reader() {
             }
             [a, b]
         });
-        let slow = slow.join().unwrap();
-        let fast = fast.join().unwrap();
-        assert!(slow.is_some(), "None from a queue never empty");
-        assert!(
-            fast.iter().all(Option::is_some),
-            "None from a queue never empty"
-        );
-        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
-        got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3], "lost or duplicated values");
-        assert_eq!(q.pop(), None);
+        let (slow, fast) = (slow.join().unwrap(), fast.join().unwrap());
+        assert_each_pop_found_one(&q, slow, &fast, 3);
     });
 }
 
@@ -119,10 +140,7 @@ fn lscq_reclaim_races_slow_reader() {
 #[test]
 fn lscq_empty_look_races_ring_reuse() {
     model("lscq_empty_look_races_ring_reuse", 2, || {
-        let q = Arc::new(Lscq::with_ring_capacity(1));
-        for v in 1..=3u32 {
-            q.push(v);
-        }
+        let q = three_one_value_rings();
         let q1 = q.clone();
         let slow = thread::spawn(move || q1.pop());
         let q2 = q.clone();
@@ -132,19 +150,8 @@ fn lscq_empty_look_races_ring_reuse() {
             q2.push(4);
             got
         });
-        let slow = slow.join().unwrap();
-        let fast = fast.join().unwrap();
-        assert!(slow.is_some(), "None from a queue never empty");
-        assert!(
-            fast.iter().all(Option::is_some),
-            "None from a queue never empty"
-        );
-        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
-        while let Some(v) = q.pop() {
-            got.push(v);
-        }
-        got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3, 4], "lost or duplicated values");
+        let (slow, fast) = (slow.join().unwrap(), fast.join().unwrap());
+        assert_each_pop_found_one(&q, slow, &fast, 4);
     });
 }
 
@@ -197,10 +204,7 @@ fn lscq_finalize_races_push_and_pop() {
 #[cfg(not(loom_rmw_loads))]
 fn lscq_empty_look_races_aba_on_head() {
     model("lscq_empty_look_races_aba_on_head", 2, || {
-        let q = Arc::new(Lscq::with_ring_capacity(1));
-        for v in 1..=3u32 {
-            q.push(v);
-        }
+        let q = three_one_value_rings();
         let q1 = q.clone();
         let slow = thread::spawn(move || q1.pop());
         let q2 = q.clone();
@@ -211,16 +215,8 @@ fn lscq_empty_look_races_aba_on_head() {
             q2.push(5);
             [first[0], first[1], q2.pop(), q2.pop()]
         });
-        let slow = slow.join().unwrap();
-        let fast = fast.join().unwrap();
-        assert!(slow.is_some(), "None from a queue never empty");
-        assert!(
-            fast.iter().all(Option::is_some),
-            "None from a queue never empty"
-        );
-        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
-        got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3, 4, 5], "lost or duplicated values");
+        let (slow, fast) = (slow.join().unwrap(), fast.join().unwrap());
+        assert_each_pop_found_one(&q, slow, &fast, 5);
     });
 }
 
@@ -234,10 +230,7 @@ fn lscq_empty_look_races_aba_on_head() {
 #[cfg(not(loom_rmw_loads))]
 fn lscq_empty_look_races_renew_elsewhere() {
     model("lscq_empty_look_races_renew_elsewhere", 2, || {
-        let q = Arc::new(Lscq::with_ring_capacity(1));
-        for v in 1..=3u32 {
-            q.push(v);
-        }
+        let q = three_one_value_rings();
         let q1 = q.clone();
         let slow = thread::spawn(move || q1.pop());
         let q2 = q.clone();
@@ -248,19 +241,8 @@ fn lscq_empty_look_races_renew_elsewhere() {
         });
         let q3 = q.clone();
         let pusher = thread::spawn(move || q3.push(4));
-        let slow = slow.join().unwrap();
-        let fast = fast.join().unwrap();
+        let (slow, fast) = (slow.join().unwrap(), fast.join().unwrap());
         pusher.join().unwrap();
-        assert!(slow.is_some(), "None from a queue never empty");
-        assert!(
-            fast.iter().all(Option::is_some),
-            "None from a queue never empty"
-        );
-        let mut got: Vec<u32> = slow.into_iter().chain(fast.into_iter().flatten()).collect();
-        while let Some(v) = q.pop() {
-            got.push(v);
-        }
-        got.sort_unstable();
-        assert_eq!(got, vec![1, 2, 3, 4], "lost or duplicated values");
+        assert_each_pop_found_one(&q, slow, &fast, 4);
     });
 }
