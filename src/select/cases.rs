@@ -119,7 +119,7 @@ impl<'a, T> RecvCase<'a, T> {
 impl<T> sealed::Sealed for RecvCase<'_, T> {}
 
 impl<T> Case for RecvCase<'_, T> {
-    fn try_complete(&mut self, _: Token) -> bool {
+    fn try_complete(&mut self, waits: bool, _: Token) -> bool {
         if self.finish != Finish::Pending {
             // Completed in an earlier select (code that runs the cases
             // itself) and its result not taken: still complete, and its
@@ -128,8 +128,12 @@ impl<T> Case for RecvCase<'_, T> {
         }
         let got = match self.rx.flavor() {
             // Straight into the slot: a large message is not copied twice.
-            // SAFETY: the slot is ours to write: no partner writes it while
-            // the select is trying its cases (none is registered).
+            // SAFETY (both): the slot is ours to write: no partner writes
+            // it while the select is trying its cases (none is registered).
+            Flavor::Chan(shared) if waits => {
+                unsafe { shared.chan.try_recv_at_cursor_first(self.slot.as_mut_ptr()) }
+                    .map_err(RecvStop::unregistered)
+            }
             Flavor::Chan(shared) => {
                 unsafe { shared.chan.recv_to(Mode::Try, self.slot.as_mut_ptr()) }
                     .map_err(RecvStop::unregistered)
@@ -389,7 +393,7 @@ impl<'a, T> SendCase<'a, T> {
 impl<T> sealed::Sealed for SendCase<'_, T> {}
 
 impl<T> Case for SendCase<'_, T> {
-    fn try_complete(&mut self, _: Token) -> bool {
+    fn try_complete(&mut self, _waits: bool, _: Token) -> bool {
         // Every select tries every case before it does anything else with
         // one: a case whose value is gone (sent in an earlier select, by
         // code that reused the case) goes no further.

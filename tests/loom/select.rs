@@ -30,6 +30,35 @@ fn select_recv_two_vs_two_senders() {
     });
 }
 
+/// Bound 3. A waiting select's try pass takes the message at the cursor
+/// before it looks for emptiness (`try_recv_at_cursor_first`), racing a
+/// plain receiver and a third message's sender on a `bounded(2)` that
+/// holds two: each receiver gets exactly one, in order, and the third is
+/// left.
+#[test]
+fn select_try_pass_races_receiver() {
+    model("select_try_pass_races_receiver", 3, || {
+        let (tx, rx) = bounded(2);
+        let (_keep, other) = unbounded::<i32>();
+        tx.send(1).unwrap();
+        tx.send(2).unwrap();
+        let rx2 = rx.clone();
+        let s = thread::spawn(move || tx.send(3).unwrap());
+        let r = thread::spawn(move || rx2.recv().unwrap());
+        let got = select! {
+            recv(rx) -> m => m.unwrap(),
+            recv(other) -> _ => unreachable!(),
+        };
+        let plain = r.join().unwrap();
+        s.join().unwrap();
+        let mut both = [got, plain];
+        both.sort();
+        assert_eq!(both, [1, 2]);
+        assert_eq!(rx.try_recv(), Ok(3));
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    });
+}
+
 /// Bound 3. A blocked select against a sender that sends, then closes: the
 /// select gets the message (never `Closed` with a message pending), and a
 /// second select sees the close.
