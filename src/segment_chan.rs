@@ -1029,9 +1029,10 @@ impl<T> Channel<T> {
     /// send's index CAS: in Go's select producer/consumer shape on a
     /// `bounded(10)` (producers' and consumers' selects each with a timer
     /// case and a quit channel), 0.80-0.88 of the time at 1, 4 and 16
-    /// pairs (9 alternating runs each). Not for a select that gives up when nothing is ready: there
-    /// an empty case would pay the pin first (`select_nonblock`'s select
-    /// over four empty or full cases ran 1.12x the time).
+    /// pairs (9 alternating runs each). Not for a select that gives up
+    /// when nothing is ready: there an empty case would pay the pin first
+    /// (`select_nonblock`'s select over four empty or full cases ran 1.12x
+    /// the time).
     ///
     /// # Safety
     /// As for [`Channel::recv_to`].
