@@ -115,30 +115,24 @@ pub(crate) struct Semaphore {
     cells: LazySegments<WaitCell>,
 }
 
-/// The batch in which receivers hand permits to senders: half the
-/// capacity, at most 32 (one segment of messages); 1 (no laziness) when
-/// that half is under 4. A batch of `b` costs a receive `1 + 2 / b`
-/// read-modify-writes against one without (its add into `returned`, and
-/// per batch the collecting `fetch_and` and the add into `permits`), and
-/// saves the sender the cache miss on `permits` for `b - 1` receives in
-/// `b`: batches of 2 or 3 cost more than they save (`select_contended`
-/// with 4 threads on a `bounded(4)` whose sends never wait, batches of 2:
-/// 1.10x the time), larger ones pay (`bounded(10)` producer/consumer
-/// shapes, batches of 5 against 1: `select_prodcons_10` 0.89-0.93 of the
-/// time at 1, 4 and 16 pairs, `chan_prod_cons_10` 0.76-0.84 at 4 and 8;
-/// `bounded(100)`, 32 against 12: within 3% either way). Half, not more: a
-/// sender that finds no permit waits a little watching `permits` alone
-/// before it queues and collects, so up to a batch less one of the
-/// capacity may sit unseen meanwhile. Under loom, 2 from a capacity of 2,
-/// so that small models reach the lazy path.
+/// The batch in which receivers hand permits to senders: an eighth of the
+/// capacity, at most 32 (one segment of messages), and 1 (no laziness) for
+/// capacities under 16, where a blocked sender would too often wait out
+/// its spin for permits that are already free. Under loom, 2 from a
+/// capacity of 2, so that small models reach the lazy path.
+///
+/// Batches of half the capacity (at most 32; none below 8) were tried and
+/// taken back: criterion, 4 alternating rounds, `bounded(10)` selects
+/// (Go's select producer/consumer shape) 0.84-0.97 of the time, but
+/// `chan_prod_cons_100` at 2 pairs 1.11-1.22x in every round (batches of
+/// 32 against 12) and `chan_prod_cons_10` at 8 pairs 1.18-1.45x in three
+/// (5 against 1): fewer hand-overs of `permits` between the sides, but
+/// more permits out of a waiting sender's sight while it lingers.
 fn batch_for(cap: usize) -> u64 {
     if cfg!(loom) {
         cap.clamp(1, 2) as u64
     } else {
-        match (cap / 2).min(32) {
-            half if half < 4 => 1,
-            half => half as u64,
-        }
+        (cap / 8).clamp(1, 32) as u64
     }
 }
 
