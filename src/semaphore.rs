@@ -252,7 +252,9 @@ impl Semaphore {
                 // acquirer's time slice (see `Channel::await_sender`).
                 // The wait reads only senders' words: receivers hand over
                 // permits in batches (polling `returned` would pull its line
-                // away from every receive). If fewer than a batch come back
+                // away from every receive: tried, `bounded_mpmc` ran
+                // 1.11-1.20x the time at 1, 2 and 4 pairs, medians of 4
+                // alternating rounds). If fewer than a batch come back
                 // meanwhile, the waiter collects them once it has queued.
                 if !self.has_free() {
                     linger(deadline, || {
