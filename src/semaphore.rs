@@ -123,7 +123,7 @@ pub(crate) struct Semaphore {
 ///
 /// Batches of half the capacity (at most 32; none below 8) were tried and
 /// taken back: criterion, 4 alternating rounds, `bounded(10)` selects
-/// (Go's select producer/consumer shape) 0.84-0.97 of the time, but
+/// (Go's select producer/consumer shape) 0.82-0.97 of the time, but
 /// `chan_prod_cons_100` at 2 pairs 1.11-1.22x in every round (batches of
 /// 32 against 12) and `chan_prod_cons_10` at 8 pairs 1.18-1.45x in three
 /// (5 against 1): fewer hand-overs of `permits` between the sides, but
