@@ -432,6 +432,111 @@ fn try_recv_each_kind() {
 }
 
 #[test]
+fn try_recv_draining_a_backlog_then_empty_or_closed() {
+    // A try that finds several messages waiting lets the next tries take
+    // them at the cursor without the emptiness check; the first one that
+    // finds nothing there must still answer Empty, or Closed once the
+    // channel is closed and drained, and never skip or repeat a message
+    // taken meanwhile by another kind of receive.
+    for kind in [None, Some(5), Some(64)] {
+        let (tx, rx) = chan::<u32>(kind);
+        for round in 0..3u32 {
+            let base = round * 100;
+            for i in 0..5 {
+                tx.send(base + i).unwrap();
+            }
+            assert_eq!(rx.try_recv(), Ok(base), "{kind:?}");
+            // A blocking receive and a timed one between the tries.
+            assert_eq!(rx.recv(), Ok(base + 1), "{kind:?}");
+            assert_eq!(rx.try_recv(), Ok(base + 2), "{kind:?}");
+            assert_eq!(rx.recv_timeout(Duration::from_secs(1)), Ok(base + 3));
+            assert_eq!(rx.try_recv(), Ok(base + 4), "{kind:?}");
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "{kind:?}");
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "{kind:?}");
+        }
+        // Closed while a backlog is being drained: every message, then
+        // Closed.
+        for i in 0..4 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(rx.try_recv(), Ok(0), "{kind:?}");
+        tx.close();
+        for i in 1..4 {
+            assert_eq!(rx.try_recv(), Ok(i), "{kind:?}");
+        }
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed), "{kind:?}");
+        // Drained with the tries that skip the check, then closed: the
+        // first try after the close relies on the backlog and must still
+        // answer Closed.
+        let (tx, rx) = chan::<u32>(kind);
+        for i in 0..3 {
+            tx.send(i).unwrap();
+        }
+        for i in 0..3 {
+            assert_eq!(rx.try_recv(), Ok(i), "{kind:?}");
+        }
+        drop(tx);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed), "{kind:?}");
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed), "{kind:?}");
+        assert_eq!(rx.len(), 0);
+    }
+}
+
+#[test]
+fn try_iter_drains_while_producers_send() {
+    // Consumers that only poll (`try_iter` until empty) against producers
+    // that send as fast as they can: the tries mostly find a backlog and
+    // take it at the cursor. Every message exactly once, each producer's in
+    // order at each consumer.
+    const PRODUCERS: usize = 2;
+    const CONSUMERS: usize = 2;
+    let per = if cfg!(miri) { 50 } else { 20_000 };
+    for kind in [None, Some(1), Some(16), Some(1024)] {
+        let (tx, rx) = chan::<(usize, usize)>(kind);
+        let remaining = Arc::new(AtomicUsize::new(PRODUCERS * per));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let tx = tx.clone();
+                thread::spawn(move || (0..per).for_each(|i| tx.send((p, i)).unwrap()))
+            })
+            .collect();
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let (rx, remaining) = (rx.clone(), remaining.clone());
+                thread::spawn(move || {
+                    let mut got = Vec::new();
+                    while remaining.load(Ordering::Relaxed) > 0 {
+                        let before = got.len();
+                        got.extend(rx.try_iter());
+                        remaining.fetch_sub(got.len() - before, Ordering::Relaxed);
+                        thread::yield_now();
+                    }
+                    got
+                })
+            })
+            .collect();
+        producers.into_iter().for_each(|p| p.join().unwrap());
+        let mut seen = vec![vec![false; per]; PRODUCERS];
+        for c in consumers {
+            let mut last = [None; PRODUCERS];
+            for (p, i) in c.join().unwrap() {
+                assert!(last[p] < Some(i), "{kind:?}: {p}'s {i} after {:?}", last[p]);
+                last[p] = Some(i);
+                assert!(!seen[p][i], "{kind:?}: ({p}, {i}) received twice");
+                seen[p][i] = true;
+            }
+        }
+        assert!(
+            seen.iter().flatten().all(|&s| s),
+            "{kind:?}: a message lost"
+        );
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        drop(tx);
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    }
+}
+
+#[test]
 fn try_recv_rendezvous() {
     let (tx, rx) = bounded::<i32>(0);
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
