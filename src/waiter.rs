@@ -438,7 +438,7 @@ impl Waiter {
     /// Parks until decided and finished, or until `deadline`. A timeout
     /// tries to abort; when a decider got there first, waits for it.
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> Outcome {
-        if spin_until(deadline, || self.is_finished()) {
+        if spin_in_cell(|| self.is_finished()) || yield_until(deadline, || self.is_finished()) {
             return self.outcome();
         }
         loop {
@@ -636,6 +636,26 @@ pub(crate) fn spin(done: impl Fn() -> bool) -> bool {
             }
             done()
         })
+    }
+}
+
+/// [`spin`] for a waiter parked in a cell, unless this thread's recent
+/// spins there found no partner (`yielding::spin_in_cell_pays`); then only
+/// one check. Under loom: one check.
+#[inline]
+fn spin_in_cell(done: impl Fn() -> bool) -> bool {
+    #[cfg(loom)]
+    {
+        done()
+    }
+    #[cfg(not(loom))]
+    {
+        if !yielding::spin_in_cell_pays() {
+            return done();
+        }
+        let won = spin(&done);
+        yielding::spun_in_cell(won);
+        won
     }
 }
 
