@@ -151,7 +151,7 @@ fn process_cpu() -> Option<Duration> {
 /// thread whose partner keeps arriving only after it yielded stops paying
 /// for the spin (see [`spin_in_cell_pays`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct SpinRecord {
+struct SpinRecord {
     /// Spins in a row that ended without the partner (skipped ones count).
     misses: u32,
 }
@@ -166,7 +166,7 @@ const PROBE_EVERY: u32 = 8;
 impl SpinRecord {
     /// Whether this wait should spin; a wait that will not counts as a
     /// miss.
-    pub(crate) fn should_spin(&mut self) -> bool {
+    fn should_spin(&mut self) -> bool {
         if self.misses < SKIP_AFTER_MISSES || self.misses % PROBE_EVERY == 0 {
             return true;
         }
@@ -175,7 +175,7 @@ impl SpinRecord {
     }
 
     /// A spin ended: `won` if the partner came during it.
-    pub(crate) fn spun(&mut self, won: bool) {
+    fn spun(&mut self, won: bool) {
         self.misses = if won {
             0
         } else {
@@ -193,13 +193,13 @@ thread_local! {
 /// and each spin is a few hundred nanoseconds of a CPU the partner may be
 /// waiting for: a thread whose last [`SKIP_AFTER_MISSES`] spins all ended
 /// without its partner goes straight to yielding, except once every
-/// [`PROBE_EVERY`] waits. Measured on the 2-core machine (criterion quick
-/// mode, 4 rounds in alternating order): rendezvous ping-pong
-/// (`chan_sync`) at 2-16 pairs 0.79-0.92 of the time before, Go's
-/// producer/consumer shape on `bounded(0)` 0.87-0.89, `chan_popular`
-/// 0.88-0.93 and `select_sync_contended` 0.90-0.93 at 2-16; one pair,
+/// [`PROBE_EVERY`] waits. Measured on the 2-core Xeon (criterion quick
+/// mode, 4 rounds in alternating order, against a spin on every wait):
+/// rendezvous ping-pong (`chan_sync`) at 2-16 pairs 0.77-0.88 of the time,
+/// Go's producer/consumer shape on `bounded(0)` 0.85-0.88, `chan_popular`
+/// 0.87-0.91 and `select_sync_contended` 0.89-0.97 at 2-16; one pair,
 /// where the partner runs on the other core and the spin finds it, and
-/// the buffered shapes, within 0.91-1.01. Only for waits in cells (the
+/// the buffered shapes, within 0.90-1.08. Only for waits in cells (the
 /// unbound waits before a thread takes an index spin as before), and a
 /// delay policy only: no protocol depends on it.
 pub(crate) fn spin_in_cell_pays() -> bool {
