@@ -203,23 +203,27 @@ thread_local! {
 /// unbound waits before a thread takes an index spin as before), and a
 /// delay policy only: no protocol depends on it.
 pub(crate) fn spin_in_cell_pays() -> bool {
-    SPINS
-        .try_with(|spins| {
-            let mut record = spins.get();
-            let spin = record.should_spin();
-            spins.set(record);
-            spin
-        })
-        .unwrap_or(true)
+    with_spin_record(SpinRecord::should_spin).unwrap_or(true)
 }
 
 /// Records how a spin that [`spin_in_cell_pays`] allowed ended.
 pub(crate) fn spun_in_cell(won: bool) {
-    let _ = SPINS.try_with(|spins| {
-        let mut record = spins.get();
-        record.spun(won);
-        spins.set(record);
-    });
+    with_spin_record(|record| record.spun(won));
+}
+
+/// Runs `f` on this thread's [`SpinRecord`]; `None` once the thread's
+/// locals are gone (a channel used from another thread-local's
+/// destructor), where the record is not kept.
+#[inline]
+fn with_spin_record<R>(f: impl FnOnce(&mut SpinRecord) -> R) -> Option<R> {
+    SPINS
+        .try_with(|spins| {
+            let mut record = spins.get();
+            let out = f(&mut record);
+            spins.set(record);
+            out
+        })
+        .ok()
 }
 
 /// Whether spinning can help this thread: false when it may run on only
