@@ -309,7 +309,8 @@ impl Registration {
 }
 
 /// An entry published in one cell. It holds a reference on the cell's
-/// segment, so the cell outlives it.
+/// segment, so the cell outlives it (unless it is
+/// [`InCell::unreferenced`]: then its owner's pin does, while it needs it).
 #[derive(Debug)]
 pub(crate) struct InCell {
     state: *const AtomicUsize,
@@ -325,6 +326,9 @@ pub(crate) struct InCell {
     index: u64,
     segment: *const (),
     release: unsafe fn(*const ()),
+    /// Whether the registration holds the reference `release` drops (see
+    /// [`InCell::unreferenced`]).
+    referenced: bool,
     /// Called with its pointer after the entry left a cell the other side
     /// may pass (a skip; for a semaphore waiter, `WITHDRAWN`), not after a
     /// give-back: the channel's `pass_skips`, the semaphore's
@@ -368,6 +372,7 @@ impl InCell {
             index,
             segment,
             release,
+            referenced: true,
             after_skip: None,
             debt: std::ptr::null(),
             after_give_back: None,
@@ -412,6 +417,31 @@ impl InCell {
         self
     }
 
+    /// The same registration, without a reference on the segment: for an
+    /// owner that does not touch the cell once decided (an untimed wait,
+    /// which only completes), so the reference's two read-modify-writes on
+    /// the segment's line are not needed (`Channel::publish_unreferenced`).
+    ///
+    /// # Safety
+    /// The caller took no reference for the registration, and keeps the
+    /// cell's segment pinned while it may still cancel it; after that it
+    /// only completes it ([`InCell::complete`] reads no cell).
+    pub(crate) unsafe fn unreferenced(mut self) -> Self {
+        self.referenced = false;
+        self
+    }
+
+    /// Drops the segment reference, if the registration holds one.
+    ///
+    /// # Safety
+    /// Once, when the registration is done with its cell.
+    unsafe fn release_segment(&self) {
+        if self.referenced {
+            // SAFETY: per `new`, the reference is ours to drop.
+            unsafe { (self.release)(self.segment) }
+        }
+    }
+
     /// The same registration, but cancelling it bumps no skip counter.
     pub(crate) fn uncounted(mut self) -> Self {
         self.skipped = std::ptr::null();
@@ -419,7 +449,8 @@ impl InCell {
     }
 
     fn state(&self) -> &AtomicUsize {
-        // SAFETY: our segment reference keeps the cell alive.
+        // SAFETY: our segment reference (or our owner's pin, see
+        // `unreferenced`) keeps the cell alive.
         unsafe { &*self.state }
     }
 
@@ -436,7 +467,7 @@ impl InCell {
     /// released the cell; drop the segment reference.
     pub(crate) fn complete(self) {
         // SAFETY: per `new`; the partner is finished with the cell.
-        unsafe { (self.release)(self.segment) };
+        unsafe { self.release_segment() };
     }
 
     /// Takes the entry out of its cell unused (or finds a partner skipped
@@ -468,7 +499,7 @@ impl InCell {
             );
             if given_back {
                 // SAFETY: per `new`; the entry has left the cell.
-                unsafe { (self.release)(self.segment) };
+                unsafe { self.release_segment() };
                 return;
             }
         } else {
@@ -479,7 +510,7 @@ impl InCell {
             unsafe { &*self.skipped }.fetch_add(1, Ordering::Relaxed);
         }
         // SAFETY: per `new`; the entry has left the cell.
-        unsafe { (self.release)(self.segment) };
+        unsafe { self.release_segment() };
         self.call_after_skip();
     }
 
@@ -497,7 +528,7 @@ impl InCell {
                 .is_ok()
         {
             // SAFETY: per `new`; the entry has left the cell.
-            return unsafe { (self.release)(self.segment) };
+            return unsafe { self.release_segment() };
         }
         self.cancel()
     }
@@ -527,7 +558,7 @@ impl InCell {
             // it leaves a skip (and a releaser pays the debt with it).
             withdraw(self.state(), self.word, self.skip);
             // SAFETY: per `new`; the entry has left the cell.
-            return unsafe { (self.release)(self.segment) };
+            return unsafe { self.release_segment() };
         }
         // SAFETY: per `owing`.
         let (permits, enq) = unsafe { (&*self.debt, self.taken_from.as_ref()) };
@@ -557,7 +588,7 @@ impl InCell {
             }
         }
         // SAFETY: per `new`; the entry has left the cell.
-        unsafe { (self.release)(self.segment) };
+        unsafe { self.release_segment() };
         if end == WITHDRAWN {
             self.call_after_skip();
         }

@@ -295,6 +295,12 @@ impl Semaphore {
         };
         let entry = select_entry.unwrap_or(&own_entry);
         let word = cell::entry_word(entry, false);
+        // An untimed plain waiter never touches its cell once decided, so
+        // its registration holds no reference on the segment, only our pin
+        // while it may still cancel (see `Channel::publish_unreferenced`).
+        let untimed = deadline.is_none() && select_entry.is_none();
+        // (A reused cell comes with a reference.)
+        let mut referenced = true;
         let (seg, index) = if let Some(reused) = self.reuse_withdrawn(cells, word, &guard) {
             self.announce();
             reused
@@ -312,7 +318,6 @@ impl Semaphore {
             self.announce();
             let seg = cells.find(Side::Push, start, index, &guard);
             let cell = &seg.cell(index).state;
-            seg.acquire_ref();
             // Release publishes the entry; Acquire on failure reads the
             // permit.
             while let Err(state) =
@@ -333,20 +338,23 @@ impl Semaphore {
                     _ => continue,
                 }
                 cell.store(DONE, Ordering::Relaxed);
-                // SAFETY: we took the reference above and do not touch `seg`
-                // again.
-                unsafe { Segment::release_ref(seg) };
                 return Ok(());
+            }
+            if untimed {
+                referenced = false;
+            } else {
+                // (Pinned, so `seg` is alive.)
+                seg.acquire_ref();
             }
             (seg, index)
         };
         let cell = &seg.cell(index).state;
-        drop(guard);
         // SAFETY: `word` is in `cell`, a cell of `seg`, on which we hold the
-        // reference taken above; `permits` and `enq` are ours, and we
-        // outlive every registration (the channel does). No skip counter:
-        // the releaser that lands on a skipped cell settles the permit
-        // count itself.
+        // reference taken above, or (not `referenced`) our pin until the
+        // closed check below, after which we only complete; `permits` and
+        // `enq` are ours, and we outlive every registration (the channel
+        // does). No skip counter: the releaser that lands on a skipped cell
+        // settles the permit count itself.
         let reg = unsafe {
             InCell::new(
                 cell,
@@ -364,12 +372,20 @@ impl Semaphore {
             .after_skip(self as *const Semaphore as *const (), pass_withdrawn)
             .after_give_back(self as *const Semaphore as *const (), give_back_withdrawn)
         };
+        let reg = if referenced {
+            reg
+        } else {
+            // SAFETY: as said above.
+            unsafe { reg.unreferenced() }
+        };
         // Dekker with `close_waiters`: our entry store, then the closed check.
         fence(Ordering::SeqCst);
         if is_closed() && (entry.waiter().is_registering() || waiter.try_abort()) {
             reg.cancel();
             return Err(RecvStop::Fail(Fail::Closed));
         }
+        // A pin held through the wait would stall the queue's reclamation.
+        drop(guard);
         if select_entry.is_some() {
             return Err(RecvStop::Registered(reg.into()));
         }
@@ -384,6 +400,9 @@ impl Semaphore {
                 Err(RecvStop::Fail(Fail::Closed))
             }
             Outcome::TimedOut => {
+                // (Only a timed wait times out, and its registration holds
+                // a reference for the cancel.)
+                debug_assert!(referenced, "an untimed wait timed out");
                 reg.cancel();
                 Err(RecvStop::Fail(Fail::Timeout))
             }
