@@ -47,7 +47,7 @@ use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::sync::Mutex;
 use crate::loom::{CachePadded, RaceBackoff};
 use crate::segment_chan::{Mode, RecvStop};
-use crate::waiter::{close_listed, decision, Entry, Outcome, Waiter};
+use crate::waiter::{close_listed, decision, Entry, Outcome, Parked, Waiter};
 use crate::Fail;
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -383,14 +383,12 @@ impl Counting {
         slot: *mut (),
         deadline: Option<Instant>,
     ) -> Result<Option<Moved<'_>>, Fail> {
-        let waiter = Waiter::new();
-        let entry = Entry {
-            waiter: &waiter,
-            case: 0,
-            slot,
-        };
+        // (Entry and waiter in one line: see `Parked`.)
+        let mut parked = Parked::<()>::new();
+        let entry = parked.entry_with_slot(slot);
+        let waiter = entry.waiter();
         let mode = Mode::Register {
-            entry: &entry,
+            entry,
             own: usize::MAX,
         };
         let done = if sender {

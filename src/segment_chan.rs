@@ -49,7 +49,7 @@ use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Order
 use crate::loom::{claim_index, claim_index_once, take_index, Backoff, CachePadded};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side};
 use crate::semaphore::Semaphore;
-use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Waiter};
+use crate::waiter::{linger, spin, yield_until, Entry, Outcome, Parked, Waiter};
 use crate::{Fail, Wait};
 use std::mem::{self, MaybeUninit};
 use std::ptr;
@@ -260,33 +260,28 @@ impl From<Wait> for Mode<'_> {
 /// Messages up to this size wait beside a parked thread's waiter.
 const NEAR_WAITER: usize = 64;
 
-/// A parked thread's waiter and, for a small message, its slot: one
-/// struct, so that they share a cache line.
-struct Parked<T> {
-    waiter: Waiter,
-    slot: MaybeUninit<T>,
-}
-
-/// Runs `wait` with a fresh waiter and the slot where the message of a
-/// parked operation waits (a sender's copy, or a receiver's landing
+/// Runs `wait` with a fresh entry for a parked operation (case 0) and the
+/// slot where its message waits (a sender's copy, or a receiver's landing
 /// place): for a message of up to [`NEAR_WAITER`] bytes a slot beside the
-/// waiter, so the partner's transfer and its wake-up move one cache line;
-/// for a larger one `msg` itself. The branch is decided at compile time
-/// and the large case has no slot at all: a slot reserved for every `T`
-/// put a second copy of a large message on the stack of every blocking
-/// operation (measured in review: 64 KiB messages needed 329 KiB of stack
-/// against crossbeam-channel's 198).
+/// waiter (see [`Parked`]); for a larger one `msg` itself. The branch is
+/// decided at compile time and the large case has no slot at all: a slot
+/// reserved for every `T` put a second copy of a large message on the
+/// stack of every blocking operation (measured in review: 64 KiB messages
+/// needed 329 KiB of stack against crossbeam-channel's 198).
 #[inline(always)]
-fn with_waiter<T, R>(msg: *mut T, wait: impl FnOnce(&Waiter, *mut T) -> R) -> R {
+fn with_entry<T, R>(msg: *mut T, wait: impl FnOnce(&Entry, *mut T) -> R) -> R {
     if std::mem::size_of::<T>() <= NEAR_WAITER {
-        let mut parked = Parked {
-            waiter: Waiter::new(),
-            slot: MaybeUninit::<T>::uninit(),
-        };
-        let slot = parked.slot.as_mut_ptr();
-        wait(&parked.waiter, slot)
+        let mut parked = Parked::<T>::new();
+        let entry = parked.entry();
+        wait(entry, entry.slot as *mut T)
     } else {
-        wait(&Waiter::new(), msg)
+        let waiter = Waiter::new();
+        let entry = Entry {
+            waiter: &waiter,
+            case: 0,
+            slot: msg as *mut (),
+        };
+        wait(&entry, msg)
     }
 }
 
@@ -912,17 +907,12 @@ impl<T> Channel<T> {
                             // large one waits where the caller keeps it. A
                             // copy not taken is never read: the value at
                             // `msg` stays the caller's until one is.
-                            let parked = with_waiter(msg, |waiter, slot| {
+                            let parked = with_entry(msg, |entry, slot| {
                                 if slot != msg {
                                     // SAFETY: `msg` is readable; the slot is ours.
                                     unsafe { ptr::copy_nonoverlapping(msg, slot, 1) };
                                 }
-                                let entry = Entry {
-                                    waiter,
-                                    case: 0,
-                                    slot: slot as *mut (),
-                                };
-                                self.park_in(seg, &cell.state, &entry, true, s, deadline, guard)
+                                self.park_in(seg, &cell.state, entry, true, s, deadline, guard)
                             });
                             match parked {
                                 // The receiver took the value out of `slot`.
@@ -1414,16 +1404,11 @@ impl<T> Channel<T> {
                                 // rendezvous ping-pong ran 25-30% slower); a
                                 // large one goes straight to `out` (no
                                 // second copy on our stack).
-                                let parked = with_waiter(out, |waiter, slot| {
-                                    let entry = Entry {
-                                        waiter,
-                                        case: 0,
-                                        slot: slot as *mut (),
-                                    };
+                                let parked = with_entry(out, |entry, slot| {
                                     let parked = self.park_in(
                                         seg,
                                         &cell.state,
-                                        &entry,
+                                        entry,
                                         false,
                                         r,
                                         deadline,
@@ -1529,19 +1514,14 @@ impl<T> Channel<T> {
         deadline: Option<Instant>,
     ) -> Option<Result<(), Fail>> {
         let sender = matches!(side, Side::Push);
-        let done = with_waiter(msg, |waiter, slot| {
+        let done = with_entry(msg, |entry, slot| {
             if sender && slot != msg {
                 // SAFETY: `msg` is readable (the contract); the slot is ours.
                 unsafe { ptr::copy_nonoverlapping(msg, slot, 1) };
             }
-            let entry = Entry {
-                waiter,
-                case: 0,
-                slot: slot as *mut (),
-            };
             let done = self
-                .adopt_skip(side, &entry)?
-                .and_then(|reg| self.wait_registered(reg, &entry, deadline));
+                .adopt_skip(side, entry)?
+                .and_then(|reg| self.wait_registered(reg, entry, deadline));
             if done.is_ok() && !sender && slot != msg {
                 // SAFETY: the sender wrote our slot before waking us; `msg`
                 // is writable (the contract).
@@ -1650,9 +1630,10 @@ impl<T> Channel<T> {
     /// writes the cell under a pin of its own, and completing the
     /// registration reads nothing there), so it holds no reference on the
     /// segment, and only our pin keeps the segment while the registration
-    /// could still be cancelled (on a close found by `registered`). That saves two read-modify-writes on the segment's
-    /// line per wait: Go's producer/consumer shape on `bounded(0)` took
-    /// 0.90-0.92 of the time at 1 and 4 pairs on 2 cores.
+    /// could still be cancelled (on a close found by `registered`). That
+    /// saves two read-modify-writes on the segment's line per wait: Go's
+    /// producer/consumer shape on `bounded(0)` took 0.90-0.94 of the time
+    /// at 1, 4 and 8 pairs on 2 cores.
     fn publish_unreferenced(
         &self,
         seg: &Segment<Cell<T>>,
@@ -1834,19 +1815,16 @@ impl<T> Channel<T> {
         deadline: Option<Instant>,
         guard: epoch::Guard,
     ) -> Result<(), ParkFail> {
-        if deadline.is_some() {
-            // A timed wait may cancel its entry when the deadline passes,
-            // long after its pin: it holds a reference instead.
-            let reg = self.publish(seg, state, entry, sender, index, guard)?;
-            return self.wait_registered(reg, entry, deadline);
-        }
-        let reg = self.publish_unreferenced(seg, state, entry, sender, index, guard)?;
-        match entry.waiter().wait(None) {
-            // (With no deadline, nothing times out: the registration, which
-            // must not touch its cell now, only completes.)
-            Outcome::TimedOut => unreachable!("an untimed wait timed out"),
-            outcome => Self::settle(reg, outcome),
-        }
+        // A timed wait may cancel its entry when the deadline passes, long
+        // after its pin: it holds a reference instead. (So the untimed
+        // registration, which must not touch its cell once published, is
+        // never cancelled below: nothing times it out.)
+        let reg = if deadline.is_some() {
+            self.publish(seg, state, entry, sender, index, guard)?
+        } else {
+            self.publish_unreferenced(seg, state, entry, sender, index, guard)?
+        };
+        self.wait_registered(reg, entry, deadline)
     }
 
     /// Waits until a partner, a close or the deadline decides `entry`,
@@ -1857,12 +1835,7 @@ impl<T> Channel<T> {
         entry: &Entry,
         deadline: Option<Instant>,
     ) -> Result<(), ParkFail> {
-        Self::settle(reg, entry.waiter().wait(deadline))
-    }
-
-    /// Ends the registration `reg` of a waiter that `outcome` decided.
-    fn settle(reg: Registration, outcome: Outcome) -> Result<(), ParkFail> {
-        match outcome {
+        match entry.waiter().wait(deadline) {
             Outcome::Selected(_) => {
                 reg.complete();
                 Ok(())

@@ -60,7 +60,7 @@ use crate::segment::{
     give_back, may_give_back, LazySegments, Segment, SegmentCell, Segments, Side, SEGMENT_CELLS,
 };
 use crate::segment_chan::{Mode, RecvStop};
-use crate::waiter::{linger, Entry, Outcome, Waiter};
+use crate::waiter::{linger, Entry, Outcome, Parked};
 use crate::Fail;
 use std::ptr;
 use std::time::Instant;
@@ -287,13 +287,12 @@ impl Semaphore {
     ) -> Result<(), RecvStop> {
         let cells = self.cells.get_or_init();
         let guard = cells.pin();
-        let waiter = Waiter::new();
-        let own_entry = Entry {
-            waiter: &waiter,
-            case: 0,
-            slot: ptr::null_mut(),
-        };
-        let entry = select_entry.unwrap_or(&own_entry);
+        // (A select's waiter and entry are its own; ours share a line, see
+        // `Parked`. No slot: a permit carries nothing.)
+        let mut parked = Parked::<()>::new();
+        let own_entry = parked.entry_with_slot(ptr::null_mut());
+        let waiter = own_entry.waiter();
+        let entry = select_entry.unwrap_or(own_entry);
         let word = cell::entry_word(entry, false);
         // An untimed plain waiter never touches its cell once decided, so
         // its registration holds no reference on the segment, only our pin

@@ -47,6 +47,7 @@ use crate::loom::SpinLoad;
 #[cfg(not(loom))]
 use crate::yielding;
 use std::cell::Cell;
+use std::mem::MaybeUninit;
 use std::time::Instant;
 
 /// `Waiter::state`: waiting for a partner; any may decide it.
@@ -506,6 +507,54 @@ pub(crate) struct Entry {
     /// `*mut MaybeUninit<T>` for the cell's `T`: where a parked sender keeps
     /// its value and where a parked receiver gets one.
     pub(crate) slot: *mut (),
+}
+
+/// A blocked operation's own entry (case 0), its waiter and its slot for a
+/// `T`, in one struct aligned to a cache line: the partner reads the entry,
+/// decides the waiter, moves the message through the slot and wakes the
+/// waiter, and with a message of up to 16 bytes all of that is one line.
+/// (Laid out by the frame, the entry and the waiter shared a line in some
+/// builds and not in others: the rendezvous ping-pong on 2 cores, in short
+/// runs of fresh threads, took 0.70-0.80 us or 0.87-1.0 us per round trip
+/// from one build to the next; 0.71 with this.)
+#[repr(C, align(64))]
+pub(crate) struct Parked<T> {
+    entry: Entry,
+    waiter: Waiter,
+    slot: MaybeUninit<T>,
+}
+
+// A message of up to 16 bytes shares the line with its entry and waiter.
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<Parked<[u64; 2]>>() == 64);
+
+impl<T> Parked<T> {
+    pub(crate) fn new() -> Self {
+        Parked {
+            entry: Entry {
+                waiter: std::ptr::null(),
+                case: 0,
+                slot: std::ptr::null_mut(),
+            },
+            waiter: Waiter::new(),
+            slot: MaybeUninit::uninit(),
+        }
+    }
+
+    /// The entry, pointing at the waiter and the slot where they lie now
+    /// (the struct is borrowed, so it stays there while the entry is used).
+    pub(crate) fn entry(&mut self) -> &Entry {
+        let slot = self.slot.as_mut_ptr() as *mut ();
+        self.entry_with_slot(slot)
+    }
+
+    /// [`Parked::entry`] with a slot elsewhere (a permit's, none; a
+    /// zero-sized message's, the caller's).
+    pub(crate) fn entry_with_slot(&mut self, slot: *mut ()) -> &Entry {
+        self.entry.waiter = &self.waiter;
+        self.entry.slot = slot;
+        &self.entry
+    }
 }
 
 impl Entry {
