@@ -514,9 +514,10 @@ pub(crate) struct Entry {
 /// decides the waiter, moves the message through the slot and wakes the
 /// waiter, and with a message of up to 16 bytes all of that is one line.
 /// (Laid out by the frame, the entry and the waiter shared a line in some
-/// builds and not in others: the rendezvous ping-pong on 2 cores, in short
-/// runs of fresh threads, took 0.70-0.80 us or 0.87-1.0 us per round trip
-/// from one build to the next; 0.71 with this.)
+/// builds and not in others: the rendezvous ping-pong on 2 cores, one pair
+/// in short runs of fresh threads, took 0.78-0.86 us per round trip in one
+/// build and 0.87-0.89 us in the next, whose change moved only the frame's
+/// layout; with the three on one line, 0.67-0.71 us.)
 #[repr(C, align(64))]
 pub(crate) struct Parked<T> {
     entry: Entry,
