@@ -420,7 +420,7 @@ impl InCell {
     /// The same registration, without a reference on the segment: for an
     /// owner that does not touch the cell once decided (an untimed wait,
     /// which only completes), so the reference's two read-modify-writes on
-    /// the segment's line are not needed (`Channel::publish_unreferenced`).
+    /// the segment's line are not needed (`Channel::publish`).
     ///
     /// # Safety
     /// The caller took no reference for the registration, and keeps the

@@ -928,7 +928,15 @@ impl<T> Channel<T> {
                         }
                         // The value is already in the select's slot (`msg`).
                         Mode::Register { entry, .. } => {
-                            match self.publish(seg, &cell.state, entry, true, s, guard) {
+                            match self.publish(
+                                seg,
+                                &cell.state,
+                                entry,
+                                true,
+                                s,
+                                guard,
+                                Placed::Referenced,
+                            ) {
                                 Ok(reg) => return Err(SendStop::Registered(reg)),
                                 // Never visible: the value is still ours.
                                 Err(ParkFail::Lost(s, g)) => {
@@ -1432,7 +1440,15 @@ impl<T> Channel<T> {
                                 }
                             }
                             Mode::Register { entry, .. } => {
-                                match self.publish(seg, &cell.state, entry, false, r, guard) {
+                                match self.publish(
+                                    seg,
+                                    &cell.state,
+                                    entry,
+                                    false,
+                                    r,
+                                    guard,
+                                    Placed::Referenced,
+                                ) {
                                     Ok(reg) => return Err(RecvStop::Registered(reg)),
                                     Err(ParkFail::Lost(s, g)) => {
                                         guard = g;
@@ -1598,10 +1614,22 @@ impl<T> Channel<T> {
     }
 
     /// Publishes `entry` in `state` (a cell of `seg`, index `index`), which
-    /// the caller found `EMPTY`. Consumes the pin: a parked thread must not
-    /// stall reclamation, so the registration holds a segment reference.
-    /// Then checks for a close that came first (the other half of close's
-    /// Dekker fence): a waiter the close cannot serve withdraws at once.
+    /// the caller found `EMPTY`, then checks for a close that came first
+    /// (the other half of close's Dekker fence): a waiter the close cannot
+    /// serve withdraws at once. Consumes the pin: a parked thread must not
+    /// stall reclamation. So a registration that may touch its cell later
+    /// (a select's case, a timed wait that may withdraw) holds a segment
+    /// reference (`Placed::Referenced`).
+    ///
+    /// An operation that waits in the cell without a deadline takes none
+    /// (`Placed::Unreferenced`): once past the closed check it is decided
+    /// only by a partner or a closer, each writing the cell under a pin of
+    /// its own, and completing its registration reads nothing there; only
+    /// our pin keeps the segment while `registered` may still cancel it.
+    /// That saves two read-modify-writes on the segment's line per wait:
+    /// Go's producer/consumer shape on `bounded(0)` took 0.90-0.94 of the
+    /// time at 1, 4 and 8 pairs on 2 cores.
+    #[allow(clippy::too_many_arguments)]
     fn publish(
         &self,
         seg: &Segment<Cell<T>>,
@@ -1610,49 +1638,30 @@ impl<T> Channel<T> {
         sender: bool,
         index: u64,
         guard: epoch::Guard,
+        placed: Placed,
     ) -> Result<Registration, ParkFail> {
-        let word = cell::entry_word(entry, sender);
-        seg.acquire_ref();
-        // Release publishes the entry (and, for a sender, its value).
-        if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
-            // SAFETY: our own reference, taken above; `guard` still pins `seg`.
-            unsafe { Segment::release_ref(seg) };
-            return Err(ParkFail::Lost(s, guard));
+        debug_assert!(
+            placed != Placed::Adopted,
+            "an adopted cell is not published"
+        );
+        let referenced = placed == Placed::Referenced;
+        if referenced {
+            seg.acquire_ref();
         }
-        drop(guard);
-        // SAFETY: just published, with the reference taken above.
-        unsafe { self.registered(seg, state, entry, sender, index, Placed::Referenced) }
-    }
-
-    /// [`Channel::publish`] for an operation that waits in the cell
-    /// without a deadline (not a select, not a timed wait): once decided,
-    /// such a waiter never touches its cell again (its partner or closer
-    /// writes the cell under a pin of its own, and completing the
-    /// registration reads nothing there), so it holds no reference on the
-    /// segment, and only our pin keeps the segment while the registration
-    /// could still be cancelled (on a close found by `registered`). That
-    /// saves two read-modify-writes on the segment's line per wait: Go's
-    /// producer/consumer shape on `bounded(0)` took 0.90-0.94 of the time
-    /// at 1, 4 and 8 pairs on 2 cores.
-    fn publish_unreferenced(
-        &self,
-        seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
-        entry: &Entry,
-        sender: bool,
-        index: u64,
-        guard: epoch::Guard,
-    ) -> Result<Registration, ParkFail> {
         let word = cell::entry_word(entry, sender);
         // Release publishes the entry (and, for a sender, its value).
         if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
+            if referenced {
+                // SAFETY: our own reference, taken above; `guard` still
+                // pins `seg`.
+                unsafe { Segment::release_ref(seg) };
+            }
             return Err(ParkFail::Lost(s, guard));
         }
-        // SAFETY: just published; `guard` pins `seg` until `registered` is
-        // done (it may cancel), and our caller only completes it after.
-        let reg =
-            unsafe { self.registered(seg, state, entry, sender, index, Placed::Unreferenced) };
-        // A pin held through the wait would stall the channel's reclamation.
+        // SAFETY: just published, with the reference taken above, or
+        // (unreferenced) with `guard` pinning `seg` until `registered`,
+        // which may cancel, is done; our caller only completes it after.
+        let reg = unsafe { self.registered(seg, state, entry, sender, index, placed) };
         drop(guard);
         reg
     }
@@ -1819,11 +1828,12 @@ impl<T> Channel<T> {
         // after its pin: it holds a reference instead. (So the untimed
         // registration, which must not touch its cell once published, is
         // never cancelled below: nothing times it out.)
-        let reg = if deadline.is_some() {
-            self.publish(seg, state, entry, sender, index, guard)?
+        let placed = if deadline.is_some() {
+            Placed::Referenced
         } else {
-            self.publish_unreferenced(seg, state, entry, sender, index, guard)?
+            Placed::Unreferenced
         };
+        let reg = self.publish(seg, state, entry, sender, index, guard, placed)?;
         self.wait_registered(reg, entry, deadline)
     }
 
@@ -2267,7 +2277,7 @@ enum Placed {
     /// Published in an empty cell, with a reference on the segment.
     Referenced,
     /// Published in an empty cell, without a reference: its owner waits
-    /// with no deadline ([`Channel::publish_unreferenced`]).
+    /// with no deadline (see [`Channel::publish`]).
     Unreferenced,
     /// Taken over from a waiter of the same side that gave up, with a
     /// reference (see [`Channel::adopt_skip`]).
