@@ -1,0 +1,449 @@
+//! Sends: the unbounded deposit, the bounded deposit behind a permit, and
+//! the rendezvous send that meets a parked receiver or parks itself.
+
+use super::counted::send_counted;
+use super::park::give_up;
+use super::*;
+
+impl<T> Channel<T> {
+    /// Sends `msg`, or gives it back with the reason.
+    ///
+    /// Every layer below takes the message by pointer, from the one place
+    /// this frame keeps it, and copies it once, into its cell or its
+    /// receiver's slot: passed by value through each layer (and returned by
+    /// value on failure), a 1 MiB message needed 12 MiB of stack.
+    #[inline]
+    pub(crate) fn send(&self, msg: T, wait: Wait) -> Result<(), (T, Fail)> {
+        let mut msg = MaybeUninit::new(msg);
+        // SAFETY: `msg` holds our value and is used by nothing else during
+        // the call; `Mode::Try` and `Mode::Park` never register.
+        match unsafe { self.send_from(msg.as_mut_ptr(), wait.into()) } {
+            Ok(()) => Ok(()),
+            // SAFETY: a failed send leaves the value where it was.
+            Err(SendStop::Fail(fail)) => Err((unsafe { msg.assume_init_read() }, fail)),
+            Err(_) => unreachable!("only Mode::Register registers"),
+        }
+    }
+
+    /// A timed operation (`sender`, or a receive) gave up: `Closed` if the
+    /// channel is closed (and, for a receive, drained), else `Timeout`.
+    /// Its waiter withdrew when the deadline passed, but a close that came
+    /// before may not have reached the waiter yet (a closer sets its bit,
+    /// then fails the waiters it finds), and a timed operation must not
+    /// report a timeout on a channel closed before its deadline (found in
+    /// review, by reading). Reads only: a select makes a whole try pass
+    /// after its timed park, but a try here multiplied the interleavings
+    /// of the timed loom models (`duplex_stays_reachable_after_timeouts`:
+    /// 23 s, over 10 minutes with a try, 24 s with these reads).
+    ///
+    /// Called by the public timed operations only: settled deeper, on the
+    /// paths `try_send` and `try_recv` share, it made an empty `try_recv`
+    /// a call again (1.1 -> 1.9-2.0 ns).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn timeout_or_closed(&self, sender: bool) -> Fail {
+        let closed = match &self.kind {
+            // A count after the close only goes down.
+            Kind::Counting { count, .. } => count.is_closed() && (sender || count.len() == 0),
+            _ if sender => self.is_closed(),
+            _ => self.nothing_to_receive() == Some(Fail::Closed),
+        };
+        if closed {
+            Fail::Closed
+        } else {
+            Fail::Timeout
+        }
+    }
+
+    /// Sends the value at `msg` in any mode. A select's send case registers
+    /// here: on a bounded channel in the permit queue, on a rendezvous
+    /// channel in a cell.
+    ///
+    /// # Safety
+    /// `msg` points to a value of `T` that the caller owns and leaves alone
+    /// until this returns; with `Mode::Register`, `msg` is the entry's slot.
+    /// On `Ok` and on `SendStop::Registered` the value has moved out (the
+    /// caller must not use or drop it; a registered value is handed over
+    /// from the slot later); on any other `Err` it is still the caller's.
+    #[inline]
+    pub(crate) unsafe fn send_from(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        if let Mode::Register { entry, .. } = mode {
+            debug_assert_eq!(
+                entry.slot, msg as *mut (),
+                "a registering send sends from its slot"
+            );
+        }
+        // A zero-sized message on a count: one CAS, inlined here, in every
+        // mode (each would make this attempt first); `send_counted` has the
+        // rest.
+        if std::mem::size_of::<T>() == 0 {
+            if let Kind::Counting { count, .. } = &self.kind {
+                if count.send_fast() {
+                    // The value moved into the count: the caller forgets it
+                    // (`Ok`), and a receiver conjures its own.
+                    return Ok(());
+                }
+            }
+        }
+        // As for `try_recv` (see `recv_in`): a failing `try_send` is a few
+        // loads inlined in the caller, not a call into the send proper.
+        if let Mode::Try = mode {
+            if let Some(fail) = self.nothing_to_send() {
+                return Err(SendStop::Fail(fail));
+            }
+        }
+        // A send on an unbounded channel, in any mode (it never waits and
+        // never registers), skips `send_in`'s frame (see `send_unbounded`).
+        if let Kind::Unbounded = &self.kind {
+            // SAFETY: our caller's contract.
+            return unsafe { self.send_unbounded(msg) };
+        }
+        // SAFETY: our caller's contract.
+        unsafe { self.send_in(msg, mode) }
+    }
+
+    /// Decides "full" and "closed" for a `try_send` from reads alone, where
+    /// that is cheap: a rendezvous channel with no receiver waiting (the
+    /// reads `send_rendezvous` makes first), a bounded one with no permit
+    /// free (the reads of a failing `Semaphore::try_acquire`, in its order:
+    /// the permits, what receivers returned, then the closed bit). `None`:
+    /// ask the send proper.
+    #[inline]
+    fn nothing_to_send(&self) -> Option<Fail> {
+        match &self.kind {
+            Kind::Rendezvous => {
+                // S, then R: if no receiver has started beyond the senders
+                // when R is read, none was waiting at that instant; nor a
+                // duplex, if none was announced when D is read next.
+                // (SeqCst, for `duplex_waiting`; plain loads on x86-64 and
+                // the same instruction as Acquire on AArch64.)
+                let s = self.senders.load(Ordering::SeqCst);
+                if s & CLOSED_BIT != 0 {
+                    return Some(Fail::Closed);
+                }
+                let r = count(self.receivers.count.load(Ordering::SeqCst));
+                (count(s) >= r && !self.duplex_waiting(s, r, Ordering::SeqCst))
+                    .then_some(Fail::WouldBlock)
+            }
+            Kind::Bounded { permits, .. } => permits
+                .is_exhausted()
+                .then(|| Fail::closed_or_blocked(self.is_closed())),
+            Kind::Unbounded | Kind::Counting { .. } => None,
+        }
+    }
+
+    /// [`Channel::send_from`] past its read-only check.
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`].
+    unsafe fn send_in(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        // SAFETY (all arms): `msg` as this function's contract says.
+        match &self.kind {
+            // (`send_from` sends on unbounded channels itself.)
+            Kind::Unbounded => unsafe { self.send_unbounded(msg) },
+            Kind::Rendezvous => unsafe { self.send_rendezvous(msg, mode) },
+            Kind::Counting { count, .. } => unsafe { send_counted(count, msg, mode) },
+            Kind::Bounded { permits, .. } => {
+                match permits.acquire(mode, || self.is_closed()) {
+                    Ok(()) => {}
+                    Err(RecvStop::Fail(fail)) => return Err(SendStop::Fail(fail)),
+                    // The value waits in the select's slot (`msg`) until a
+                    // partner decides the case (it then only hands us a
+                    // permit; the value stays put).
+                    Err(RecvStop::Registered(reg)) => return Err(SendStop::Registered(reg)),
+                    Err(RecvStop::SelfMet) => unreachable!("permits have no receive side"),
+                }
+                unsafe { self.send_permitted(msg) }.map_err(SendStop::Fail)
+            }
+        }
+    }
+
+    /// A send on an unbounded channel: [`Channel::send_buffered`]
+    /// in a small frame of its own, not `send_in`'s (whose rendezvous and
+    /// count arms need six saved registers and a 360-byte frame), and out
+    /// of line, so that it grows no caller (see [`Channel::recv_unbounded`]
+    /// for what it saves, and why bounded channels keep `send_in`).
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`].
+    #[inline(never)]
+    unsafe fn send_unbounded(&self, msg: *mut T) -> Result<(), SendStop> {
+        // SAFETY: per the contract.
+        unsafe { self.send_buffered(msg) }.map_err(SendStop::Fail)
+    }
+
+    /// Deposits the value at `msg`, for which a permit is held (bounded
+    /// channels): it cannot block, and a failed deposit returns the permit.
+    ///
+    /// # Safety
+    /// As [`Channel::send_from`]: on `Ok` the value has moved out, on `Err`
+    /// it is still the caller's.
+    pub(crate) unsafe fn send_permitted(&self, msg: *mut T) -> Result<(), Fail> {
+        let Kind::Bounded { permits, .. } = &self.kind else {
+            unreachable!("permits exist only on bounded channels")
+        };
+        // SAFETY: per the contract.
+        unsafe { self.send_buffered(msg) }.inspect_err(|_| permits.release())
+    }
+
+    /// Deposits the value at `msg` in the next cell, or hands it to the
+    /// receiver parked there. Never blocks.
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`].
+    #[inline]
+    unsafe fn send_buffered(&self, msg: *mut T) -> Result<(), Fail> {
+        // SAFETY (both): per the contract.
+        match unsafe { self.deposit_at_cursor(msg) } {
+            Some(sent) => sent,
+            None => unsafe { self.send_buffered_walk(msg) },
+        }
+    }
+
+    /// The common case of [`Channel::send_buffered`], inlined in it: the
+    /// next index lies in the segment at the senders' cursor (31 sends in
+    /// 32). Takes the index by CAS from the value read, so `None` (the
+    /// index is in another segment, the channel is closed, or another send
+    /// took it first) leaves nothing changed. Once the index is ours, its
+    /// cell is settled as the full path settles it (a receiver may be
+    /// parked there, or may have given it up).
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`].
+    #[inline(always)]
+    unsafe fn deposit_at_cursor(&self, msg: *mut T) -> Option<Result<(), Fail>> {
+        let guard = self.cells.pin();
+        let start = self.cells.cursor(Side::Push, &guard);
+        let s = self.senders.load(Ordering::Relaxed);
+        // SAFETY: the cursor was loaded under `guard`.
+        let seg = unsafe { &*start };
+        if s & CLOSED_BIT != 0 || !seg.holds(s) {
+            return None;
+        }
+        // Relaxed, as in `send_buffered_walk`.
+        if !claim_index(&self.senders, s, Ordering::Relaxed) {
+            return None;
+        }
+        let cell = seg.cell(s);
+        // SAFETY: index `s` is ours, so is the slot; `msg` is readable.
+        unsafe { cell.write_from(msg) };
+        // Release: the value is visible to whoever sees BUFFERED.
+        match cell
+            .state
+            .compare_exchange(EMPTY, BUFFERED, Ordering::Release, Ordering::Acquire)
+        {
+            Ok(_) => Some(Ok(())),
+            // SAFETY: as above; the value at `msg` is still the caller's.
+            Err(state) => Some(unsafe { self.settle_taken(cell, state, msg) }),
+        }
+    }
+
+    /// [`Channel::deposit_at_cursor`] found its cell in `state`: settles it
+    /// (still pinned), or sends afresh if the cell was a skip.
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn settle_taken(&self, cell: &Cell<T>, state: usize, msg: *mut T) -> Result<(), Fail> {
+        // SAFETY (both): per the contract.
+        if unsafe { self.settle_deposit(cell, state, msg) } {
+            Ok(())
+        } else {
+            unsafe { self.send_buffered_walk(msg) }
+        }
+    }
+
+    /// [`Channel::send_buffered`] when the first attempt could not be
+    /// made: takes an index, walks (and grows) the list to its cell.
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`].
+    #[inline(never)]
+    unsafe fn send_buffered_walk(&self, msg: *mut T) -> Result<(), Fail> {
+        loop {
+            let guard = self.cells.pin();
+            let start = self.cells.cursor(Side::Push, &guard);
+            // Relaxed: the cell CAS carries the data; the closed bit is read
+            // from this RMW, which is ordered with the closer's `fetch_or`.
+            let s = take_index(&self.senders, Ordering::Relaxed);
+            if s & CLOSED_BIT != 0 {
+                return Err(Fail::Closed);
+            }
+            let cell = self.cells.find(Side::Push, start, s, &guard).cell(s);
+            // A copy: until a receiver can see it, the value is still the
+            // one at `msg`, and a copy left in a skipped cell is never read.
+            // SAFETY: index `s` is ours, so is the slot; `msg` is readable.
+            unsafe { cell.write_from(msg) };
+            // SAFETY: per the contract.
+            if unsafe { self.settle_deposit(cell, EMPTY, msg) } {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Settles the cell of a send index we hold, its copy of the value
+    /// written, last seen in `state`: deposits the value, or hands it to
+    /// the receiver parked there. `false`: the cell was a receiver's skip
+    /// (now passed), and the value is still the caller's, for a new index.
+    ///
+    /// # Safety
+    /// As [`Channel::send_permitted`]; `cell` is the cell of our index,
+    /// and reachable (we are pinned, or hold its index).
+    unsafe fn settle_deposit(&self, cell: &Cell<T>, mut state: usize, msg: *mut T) -> bool {
+        loop {
+            match state {
+                // Release: the value is visible to whoever sees BUFFERED.
+                EMPTY => match cell.state.compare_exchange(
+                    EMPTY,
+                    BUFFERED,
+                    Ordering::Release,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => return true,
+                    Err(s) => state = s,
+                },
+                SKIP_RECV => match self.land_on_skip(&cell.state, SKIP_RECV, &self.skipped_recvs) {
+                    Ok(()) => return false,
+                    Err(s) => state = s,
+                },
+                word if cell::is_entry(word) => {
+                    match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
+                        Claim::Won { waiter, slot, end } => {
+                            // SAFETY: the value at `msg` is ours to move,
+                            // and the decided waiter's slot is ours to fill.
+                            unsafe { ptr::copy_nonoverlapping(msg, slot as *mut T, 1) };
+                            cell::finish(&cell.state, end, waiter);
+                            // The receive completed with the hand-off:
+                            // its permit goes back now, not when the
+                            // receiver next runs (which, with more
+                            // threads than cores, can be a time slice
+                            // later, throttling every sender meanwhile).
+                            self.release_permit();
+                            return true;
+                        }
+                        Claim::Gone(s) | Claim::Moved(s) => state = s,
+                    }
+                }
+                // The receiver of this index is giving up (it may hand
+                // the index back and leave the cell empty).
+                CLAIMED => state = cell::wait_unclaimed(&cell.state),
+                other => unreachable!("send found cell in state {other}"),
+            }
+        }
+    }
+
+    /// # Safety
+    /// As [`Channel::send_from`].
+    unsafe fn send_rendezvous(&self, msg: *mut T, mode: Mode<'_>) -> Result<(), SendStop> {
+        // `send_from` has made the read-only check once already.
+        if !matches!(mode, Mode::Try) && self.may_adopt(Side::Push) {
+            // SAFETY: our caller's contract.
+            if let Some(done) = unsafe { self.send_adopting(msg, mode) } {
+                return done;
+            }
+        }
+        let mut skipped = false;
+        'index: loop {
+            // Again after a skipped cell: the receiver we counted on may be
+            // the one that gave up.
+            if let (Mode::Try, true) = (mode, skipped) {
+                if let Some(fail) = self.nothing_to_send() {
+                    return Err(SendStop::Fail(fail));
+                }
+            }
+            skipped = true;
+            let mut guard = self.cells.pin();
+            let start = self.cells.cursor(Side::Push, &guard);
+            let s = take_index(&self.senders, Ordering::Relaxed);
+            if s & CLOSED_BIT != 0 {
+                return Err(SendStop::Fail(Fail::Closed));
+            }
+            let seg = self.cells.find(Side::Push, start, s, &guard);
+            let cell = seg.cell(s);
+            let mut state = cell.state.load(Ordering::Acquire);
+            loop {
+                match state {
+                    SKIP_RECV => {
+                        match self.land_on_skip(&cell.state, SKIP_RECV, &self.skipped_recvs) {
+                            Ok(()) => continue 'index,
+                            Err(s) => state = s,
+                        }
+                    }
+                    word if own_word(mode) == word => return Err(SendStop::SelfMet),
+                    word if cell::is_entry(word) => {
+                        match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
+                            Claim::Won { waiter, slot, end } => {
+                                // SAFETY: the value at `msg` is ours to move,
+                                // and the decided waiter's slot is ours to fill.
+                                unsafe { ptr::copy_nonoverlapping(msg, slot as *mut T, 1) };
+                                cell::finish(&cell.state, end, waiter);
+                                return Ok(());
+                            }
+                            Claim::Gone(s) | Claim::Moved(s) => state = s,
+                        }
+                    }
+                    EMPTY => match mode {
+                        Mode::Try => {
+                            // The receiver took its index but has not parked
+                            // yet: give it a moment, then give the index up.
+                            match give_up(&cell.state, SKIP_SEND, &self.skipped_sends) {
+                                Ok(()) => continue 'index,
+                                Err(s) => state = s,
+                            }
+                        }
+                        Mode::Park(deadline) => {
+                            // A small message waits in a copy beside our
+                            // waiter, so the receiver's read and its wake-up
+                            // move one cache line (as in `recv_into`); a
+                            // large one waits where the caller keeps it. A
+                            // copy not taken is never read: the value at
+                            // `msg` stays the caller's until one is.
+                            let parked = with_entry(msg, |entry, slot| {
+                                if slot != msg {
+                                    // SAFETY: `msg` is readable; the slot is ours.
+                                    unsafe { ptr::copy_nonoverlapping(msg, slot, 1) };
+                                }
+                                self.park_in(seg, &cell.state, entry, true, s, deadline, guard)
+                            });
+                            match parked {
+                                // The receiver took the value out of `slot`.
+                                Ok(()) => return Ok(()),
+                                // Never visible: the value is still ours.
+                                Err(ParkFail::Lost(s, g)) => {
+                                    guard = g;
+                                    state = s;
+                                }
+                                // Not taken: decided closed, or withdrawn.
+                                Err(ParkFail::Fail(fail)) => return Err(SendStop::Fail(fail)),
+                            }
+                        }
+                        // The value is already in the select's slot (`msg`).
+                        Mode::Register { entry, .. } => {
+                            match self.publish(
+                                seg,
+                                &cell.state,
+                                entry,
+                                true,
+                                s,
+                                guard,
+                                Placed::Referenced,
+                            ) {
+                                Ok(reg) => return Err(SendStop::Registered(reg)),
+                                // Never visible: the value is still ours.
+                                Err(ParkFail::Lost(s, g)) => {
+                                    guard = g;
+                                    state = s;
+                                }
+                                // Withdrawn before anyone took it.
+                                Err(ParkFail::Fail(fail)) => return Err(SendStop::Fail(fail)),
+                            }
+                        }
+                    },
+                    CLAIMED => state = cell::wait_unclaimed(&cell.state),
+                    other => unreachable!("rendezvous send found cell in state {other}"),
+                }
+            }
+        }
+    }
+}
