@@ -420,7 +420,7 @@ impl InCell {
     /// The same registration, without a reference on the segment: for an
     /// owner that does not touch the cell once decided (an untimed wait,
     /// which only completes), so the reference's two read-modify-writes on
-    /// the segment's line are not needed (`Channel::publish`).
+    /// the segment's line are not needed (`Channel::park_untimed`).
     ///
     /// # Safety
     /// The caller took no reference for the registration, and keeps the
@@ -484,7 +484,7 @@ impl InCell {
     /// took the same index from the other side then finds it empty and
     /// proceeds normally; the next operation on our side takes the index.
     /// (Not on a rendezvous channel, whose select duplexes need counters
-    /// that never move back: see `Channel::publish`.)
+    /// that never move back: see `Channel::registration`.)
     pub(crate) fn cancel(self) {
         if !self.debt.is_null() {
             return self.cancel_debt();

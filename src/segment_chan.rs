@@ -69,7 +69,7 @@ mod recv;
 mod send;
 
 use counted::conjure;
-use park::{ParkFail, Placed};
+use park::ParkFail;
 
 const CLOSED_BIT: u64 = 1 << 63;
 

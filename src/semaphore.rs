@@ -296,7 +296,7 @@ impl Semaphore {
         let word = cell::entry_word(entry, false);
         // An untimed plain waiter never touches its cell once decided, so
         // its registration holds no reference on the segment, only our pin
-        // while it may still cancel (see `Channel::publish`).
+        // while it may still cancel (see `Channel::park_untimed`).
         let untimed = deadline.is_none() && select_entry.is_none();
         // (A reused cell comes with a reference.)
         let mut referenced = true;

@@ -100,19 +100,10 @@ impl<T> Channel<T> {
     /// the caller found `EMPTY`, then checks for a close that came first
     /// (the other half of close's Dekker fence): a waiter the close cannot
     /// serve withdraws at once. Consumes the pin: a parked thread must not
-    /// stall reclamation. So a registration that may touch its cell later
-    /// (a select's case, a timed wait that may withdraw) holds a segment
-    /// reference (`Placed::Referenced`).
-    ///
-    /// An operation that waits in the cell without a deadline takes none
-    /// (`Placed::Unreferenced`): once past the closed check it is decided
-    /// only by a partner or a closer, each writing the cell under a pin of
-    /// its own, and completing its registration reads nothing there; only
-    /// our pin keeps the segment while `registered` may still cancel it.
-    /// That saves two read-modify-writes on the segment's line per wait:
-    /// Go's producer/consumer shape on `bounded(0)` took 0.90-0.94 of the
-    /// time at 1, 4 and 8 pairs on 2 cores.
-    #[allow(clippy::too_many_arguments)]
+    /// stall reclamation, so the registration, which may touch its cell
+    /// later (a select's case, a timed wait that withdraws), holds a
+    /// segment reference instead. (An untimed wait needs none: see
+    /// [`Channel::park_untimed`].)
     pub(super) fn publish(
         &self,
         seg: &Segment<Cell<T>>,
@@ -121,53 +112,39 @@ impl<T> Channel<T> {
         sender: bool,
         index: u64,
         guard: epoch::Guard,
-        placed: Placed,
     ) -> Result<Registration, ParkFail> {
-        debug_assert!(
-            placed != Placed::Adopted,
-            "an adopted cell is not published"
-        );
-        let referenced = placed == Placed::Referenced;
-        if referenced {
-            seg.acquire_ref();
-        }
+        seg.acquire_ref();
         let word = cell::entry_word(entry, sender);
         // Release publishes the entry (and, for a sender, its value).
         if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
-            if referenced {
-                // SAFETY: our own reference, taken above; `guard` still
-                // pins `seg`.
-                unsafe { Segment::release_ref(seg) };
-            }
+            // SAFETY: our own reference, taken above; `guard` still pins
+            // `seg`.
+            unsafe { Segment::release_ref(seg) };
             return Err(ParkFail::Lost(s, guard));
         }
-        // SAFETY: just published, with the reference taken above, or
-        // (unreferenced) with `guard` pinning `seg` until `registered`,
-        // which may cancel, is done; our caller only completes it after.
-        let reg = unsafe { self.registered(seg, state, entry, sender, index, placed) };
+        // SAFETY: just published, with the reference taken above.
+        let reg = unsafe { self.registered(seg, state, entry, sender, index, Placed::Published) };
         drop(guard);
         reg
     }
 
-    /// Completes the registration of `entry`, published in `state` (a cell
-    /// of `seg`, index `index`, on which the caller took a reference that
-    /// the registration now owns, or which the caller keeps pinned: as
-    /// `placed` says).
+    /// The registration of `entry`, published in `state` (a cell of `seg`,
+    /// index `index`): what cancelling it must do (give the index back,
+    /// or leave a skip and count it and pass it) and what completing it
+    /// releases (the segment reference).
     ///
     /// # Safety
-    /// As described: the entry word of `entry` is in `state`, and the
-    /// caller's reference on `seg` passes to the registration, or (for
-    /// `Placed::Unreferenced`) the caller pins `seg` until this returns and
-    /// then only completes the registration.
-    unsafe fn registered(
+    /// The entry word of `entry` is in `state`, and the caller holds a
+    /// reference on `seg` that passes to the registration, or makes it
+    /// [`InCell::unreferenced`] under that function's contract.
+    unsafe fn registration(
         &self,
         seg: &Segment<Cell<T>>,
         state: &AtomicUsize,
         entry: &Entry,
         sender: bool,
         index: u64,
-        placed: Placed,
-    ) -> Result<Registration, ParkFail> {
+    ) -> InCell {
         let word = cell::entry_word(entry, sender);
         let (counter, skip, skipped) = self.side(if sender { Side::Push } else { Side::Pop });
         // A rendezvous channel never hands an index back: a select's duplex
@@ -179,10 +156,11 @@ impl<T> Channel<T> {
         // withdrawn waiters' skips are passed instead (`pass_skips`), which
         // only moves counters forward.
         let give_back = may_give_back(index) && !matches!(self.kind, Kind::Rendezvous);
-        // SAFETY: `word` is now in `state`, a cell of `seg`, on which we hold
-        // the reference taken above; the counter lives as long as `self`,
-        // which the caller's handle keeps alive while the entry exists.
-        let reg = unsafe {
+        // SAFETY: `word` is in `state`, a cell of `seg`, on which the caller
+        // holds the reference (our contract); the counter lives as long as
+        // `self`, which the caller's handle keeps alive while the entry
+        // exists.
+        unsafe {
             InCell::new(
                 state,
                 word,
@@ -201,23 +179,44 @@ impl<T> Channel<T> {
                     pass_skips::<T, false>
                 },
             )
-        };
-        let reg = if placed == Placed::Unreferenced {
-            // SAFETY: per our contract, the caller took no reference, pins
-            // `seg` until we return, and then only completes the entry.
-            unsafe { reg.unreferenced() }
-        } else {
-            reg
-        };
-        // Dekker with `close`: our entry store, then the closed check; the
-        // closer sets the bit, then scans for entries. One sees the other.
+        }
+    }
+
+    /// Whether a close came first and can never serve the entry just
+    /// published at `index` (a send's, or a receive's past the close).
+    /// Dekker with `close`: our entry store, then this check; the closer
+    /// sets the bit, then scans for entries. One sees the other.
+    #[inline]
+    fn closed_for(&self, sender: bool, index: u64) -> bool {
         fence(Ordering::SeqCst);
         // Acquire: for `closed_at`.
         let s = self.senders.load(Ordering::Acquire);
-        let hopeless = self.closed_at(s).is_some_and(|at| sender || index >= at);
+        self.closed_at(s).is_some_and(|at| sender || index >= at)
+    }
+
+    /// Completes the registration of `entry`, put in `state` (a cell of
+    /// `seg`, index `index`, on which the caller took a reference that the
+    /// registration now owns) as `placed` says.
+    ///
+    /// # Safety
+    /// As described: the entry word of `entry` is in `state`, and the
+    /// caller's reference on `seg` passes to the registration.
+    unsafe fn registered(
+        &self,
+        seg: &Segment<Cell<T>>,
+        state: &AtomicUsize,
+        entry: &Entry,
+        sender: bool,
+        index: u64,
+        placed: Placed,
+    ) -> Result<Registration, ParkFail> {
+        // SAFETY: per our contract.
+        let reg = unsafe { self.registration(seg, state, entry, sender, index) };
         // A registering select cannot be decided by anyone else, so it can
         // always withdraw; a plain waiter may already have been decided.
-        if hopeless && (entry.waiter().is_registering() || entry.waiter().try_abort()) {
+        if self.closed_for(sender, index)
+            && (entry.waiter().is_registering() || entry.waiter().try_abort())
+        {
             // A receive index past the close is never reached by a send, so
             // its skip is not counted (`len` clamps what is left); but a
             // cell taken over gives back the skip it took, as it found it.
@@ -308,16 +307,57 @@ impl<T> Channel<T> {
         guard: epoch::Guard,
     ) -> Result<(), ParkFail> {
         // A timed wait may cancel its entry when the deadline passes, long
-        // after its pin: it holds a reference instead. (So the untimed
-        // registration, which must not touch its cell once published, is
-        // never cancelled below: nothing times it out.)
-        let placed = if deadline.is_some() {
-            Placed::Referenced
-        } else {
-            Placed::Unreferenced
-        };
-        let reg = self.publish(seg, state, entry, sender, index, guard, placed)?;
+        // after its pin: it holds a reference instead (`publish`).
+        if deadline.is_none() {
+            return self.park_untimed(seg, state, entry, sender, index, guard);
+        }
+        let reg = self.publish(seg, state, entry, sender, index, guard)?;
         self.wait_registered(reg, entry, deadline)
+    }
+
+    /// [`Channel::park_in`] without a deadline. Such a wait never withdraws
+    /// once past its closed check (nothing times it out): a partner or a
+    /// closer decides it, each under a pin of its own, and then nothing
+    /// here reads the cell again. So it takes no segment reference (our
+    /// pin keeps the segment until the closed check is done), and it builds
+    /// its registration only to withdraw after that check: completing an
+    /// unreferenced registration does nothing.
+    fn park_untimed(
+        &self,
+        seg: &Segment<Cell<T>>,
+        state: &AtomicUsize,
+        entry: &Entry,
+        sender: bool,
+        index: u64,
+        guard: epoch::Guard,
+    ) -> Result<(), ParkFail> {
+        let word = cell::entry_word(entry, sender);
+        // Release publishes the entry (and, for a sender, its value).
+        if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
+            return Err(ParkFail::Lost(s, guard));
+        }
+        // A plain waiter may already have been decided (by a partner, or
+        // the closer): then it waits for what that decided.
+        if self.closed_for(sender, index) && entry.waiter().try_abort() {
+            // SAFETY: our entry is in `state`, a cell of `seg`, which
+            // `guard` pins until the cancel below is done; we took no
+            // reference, hence `unreferenced`.
+            let reg = unsafe {
+                self.registration(seg, state, entry, sender, index)
+                    .unreferenced()
+            };
+            // As in `registered`: a receive index past the close is never
+            // reached by a send, so its skip is not counted.
+            if sender { reg } else { reg.uncounted() }.cancel();
+            return Err(ParkFail::Fail(Fail::Closed));
+        }
+        drop(guard);
+        match entry.waiter().wait(None) {
+            Outcome::Selected(_) => Ok(()),
+            // The closer marked the cell and counted the skip.
+            Outcome::Closed(_) => Err(ParkFail::Fail(Fail::Closed)),
+            Outcome::TimedOut => unreachable!("a wait without a deadline timed out"),
+        }
     }
 
     /// Waits until a partner, a close or the deadline decides `entry`,
@@ -449,17 +489,14 @@ unsafe fn pass_skips<T, const SENDER: bool>(chan: *const ()) {
     chan.pass_skips(if SENDER { Side::Push } else { Side::Pop });
 }
 
-/// How an entry came into its cell, and what keeps the cell's segment
-/// alive while it is there (see [`Channel::registered`]).
+/// How an entry came into its cell (see [`Channel::registered`]); either
+/// way its registration holds a reference on the cell's segment.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Placed {
-    /// Published in an empty cell, with a reference on the segment.
-    Referenced,
-    /// Published in an empty cell, without a reference: its owner waits
-    /// with no deadline (see [`Channel::publish`]).
-    Unreferenced,
-    /// Taken over from a waiter of the same side that gave up, with a
-    /// reference (see [`Channel::adopt_skip`]).
+enum Placed {
+    /// Published in an empty cell ([`Channel::publish`]).
+    Published,
+    /// Taken over from a waiter of the same side that gave up (see
+    /// [`Channel::adopt_skip`]).
     Adopted,
 }
 

@@ -490,15 +490,7 @@ impl<T> Channel<T> {
                                 }
                             }
                             Mode::Register { entry, .. } => {
-                                match self.publish(
-                                    seg,
-                                    &cell.state,
-                                    entry,
-                                    false,
-                                    r,
-                                    guard,
-                                    Placed::Referenced,
-                                ) {
+                                match self.publish(seg, &cell.state, entry, false, r, guard) {
                                     Ok(reg) => return Err(RecvStop::Registered(reg)),
                                     Err(ParkFail::Lost(s, g)) => {
                                         guard = g;

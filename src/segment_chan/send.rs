@@ -420,15 +420,7 @@ impl<T> Channel<T> {
                         }
                         // The value is already in the select's slot (`msg`).
                         Mode::Register { entry, .. } => {
-                            match self.publish(
-                                seg,
-                                &cell.state,
-                                entry,
-                                true,
-                                s,
-                                guard,
-                                Placed::Referenced,
-                            ) {
+                            match self.publish(seg, &cell.state, entry, true, s, guard) {
                                 Ok(reg) => return Err(SendStop::Registered(reg)),
                                 // Never visible: the value is still ours.
                                 Err(ParkFail::Lost(s, g)) => {
