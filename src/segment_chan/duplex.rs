@@ -1,10 +1,35 @@
 //! A select's send and receive cases on one rendezvous channel: registered
-//! as a pair, so that the select never meets itself.
+//! as a pair, so that the select never meets itself, and counted in
+//! `duplexes` while they wait, for the non-blocking operations that must
+//! meet them.
 
 use super::park::release_segment;
 use super::*;
 
 impl<T> Channel<T> {
+    /// Whether a select's duplex may wait in the cell that both counts,
+    /// `s` and `r` as just read, point at: a `try_*` must then take an
+    /// index to meet it. Reads D only when the counts are equal, so other
+    /// channels (whose D is always zero) pay a branch.
+    ///
+    /// Why D is read last, all in SeqCst: a select announces itself in D
+    /// before it reads the counts and places its duplex, so if our read of
+    /// D comes before that announcement, so does our read of the counts,
+    /// and the duplex arrives after the instant our answer is taken at.
+    /// D drops only once the duplex has left its cell.
+    #[inline]
+    pub(super) fn duplex_waiting(&self, s: u64, r: u64, order: Ordering) -> bool {
+        count(s) == r && self.duplexes.load(order) != 0
+    }
+
+    /// A select's duplex on this channel has left its cell (decided,
+    /// withdrawn, or closed): see `duplexes`.
+    pub(crate) fn duplex_left(&self) {
+        // SeqCst: after the duplex left, in the order `duplex_waiting`
+        // argues in.
+        self.duplexes.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Registers a select's receive case (`pair.0[0]`) and send case
     /// (`pair.0[1]`, its value already in its slot) on this rendezvous
     /// channel, completing one of them if it is ready. Registrations left in

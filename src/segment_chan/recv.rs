@@ -319,29 +319,6 @@ impl<T> Channel<T> {
         }
     }
 
-    /// Whether a select's duplex may wait in the cell that both counts,
-    /// `s` and `r` as just read, point at: a `try_*` must then take an
-    /// index to meet it. Reads D only when the counts are equal, so other
-    /// channels (whose D is always zero) pay a branch.
-    ///
-    /// Why D is read last, all in SeqCst: a select announces itself in D
-    /// before it reads the counts and places its duplex, so if our read of
-    /// D comes before that announcement, so does our read of the counts,
-    /// and the duplex arrives after the instant our answer is taken at.
-    /// D drops only once the duplex has left its cell.
-    #[inline]
-    pub(super) fn duplex_waiting(&self, s: u64, r: u64, order: Ordering) -> bool {
-        count(s) == r && self.duplexes.load(order) != 0
-    }
-
-    /// A select's duplex on this channel has left its cell (decided,
-    /// withdrawn, or closed): see `duplexes`.
-    pub(crate) fn duplex_left(&self) {
-        // SeqCst: after the duplex left, in the order `duplex_waiting`
-        // argues in.
-        self.duplexes.fetch_sub(1, Ordering::SeqCst);
-    }
-
     /// Receives in any mode into `out`, which holds the message after
     /// `Ok(())`. Values move by pointer (into `out` from the cell or from a
     /// parked sender's slot, or a partner writes `out` itself while we are
