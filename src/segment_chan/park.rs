@@ -182,16 +182,20 @@ impl<T> Channel<T> {
         }
     }
 
-    /// Whether a close came first and can never serve the entry just
-    /// published at `index` (a send's, or a receive's past the close).
-    /// Dekker with `close`: our entry store, then this check; the closer
-    /// sets the bit, then scans for entries. One sees the other.
+    /// Whether `entry`, just published at `index`, must withdraw: a close
+    /// came first and can never serve it (a send, or a receive past the
+    /// close), and no partner or closer has decided its waiter yet (a
+    /// registering select cannot be decided by anyone else, so it always
+    /// can; a plain waiter may already have been). Dekker with `close`:
+    /// our entry store, then this check; the closer sets the bit, then
+    /// scans for entries. One sees the other.
     #[inline]
-    fn closed_for(&self, sender: bool, index: u64) -> bool {
+    fn withdraws_on_close(&self, entry: &Entry, sender: bool, index: u64) -> bool {
         fence(Ordering::SeqCst);
         // Acquire: for `closed_at`.
         let s = self.senders.load(Ordering::Acquire);
         self.closed_at(s).is_some_and(|at| sender || index >= at)
+            && (entry.waiter().is_registering() || entry.waiter().try_abort())
     }
 
     /// Completes the registration of `entry`, put in `state` (a cell of
@@ -212,21 +216,8 @@ impl<T> Channel<T> {
     ) -> Result<Registration, ParkFail> {
         // SAFETY: per our contract.
         let reg = unsafe { self.registration(seg, state, entry, sender, index) };
-        // A registering select cannot be decided by anyone else, so it can
-        // always withdraw; a plain waiter may already have been decided.
-        if self.closed_for(sender, index)
-            && (entry.waiter().is_registering() || entry.waiter().try_abort())
-        {
-            // A receive index past the close is never reached by a send, so
-            // its skip is not counted (`len` clamps what is left); but a
-            // cell taken over gives back the skip it took, as it found it.
-            if sender || placed == Placed::Adopted {
-                reg
-            } else {
-                reg.uncounted()
-            }
-            .cancel();
-            return Err(ParkFail::Fail(Fail::Closed));
+        if self.withdraws_on_close(entry, sender, index) {
+            return Err(cancel_on_close(reg, sender, placed));
         }
         Ok(reg.into())
     }
@@ -336,20 +327,17 @@ impl<T> Channel<T> {
         if let Err(s) = state.compare_exchange(EMPTY, word, Ordering::Release, Ordering::Acquire) {
             return Err(ParkFail::Lost(s, guard));
         }
-        // A plain waiter may already have been decided (by a partner, or
-        // the closer): then it waits for what that decided.
-        if self.closed_for(sender, index) && entry.waiter().try_abort() {
+        // (A waiter already decided, by a partner or the closer, waits
+        // for what that decided.)
+        if self.withdraws_on_close(entry, sender, index) {
             // SAFETY: our entry is in `state`, a cell of `seg`, which
-            // `guard` pins until the cancel below is done; we took no
-            // reference, hence `unreferenced`.
+            // `guard` pins until the cancel is done; we took no reference,
+            // hence `unreferenced`.
             let reg = unsafe {
                 self.registration(seg, state, entry, sender, index)
                     .unreferenced()
             };
-            // As in `registered`: a receive index past the close is never
-            // reached by a send, so its skip is not counted.
-            if sender { reg } else { reg.uncounted() }.cancel();
-            return Err(ParkFail::Fail(Fail::Closed));
+            return Err(cancel_on_close(reg, sender, Placed::Published));
         }
         drop(guard);
         match entry.waiter().wait(None) {
@@ -498,6 +486,21 @@ enum Placed {
     /// Taken over from a waiter of the same side that gave up (see
     /// [`Channel::adopt_skip`]).
     Adopted,
+}
+
+/// Takes out `reg`, an entry a close can never serve (see
+/// [`Channel::withdraws_on_close`]), placed as `placed` says.
+fn cancel_on_close(reg: InCell, sender: bool, placed: Placed) -> ParkFail {
+    // A receive index past the close is never reached by a send, so its
+    // skip is not counted (`len` clamps what is left); but a cell taken
+    // over gives back the skip it took, as it found it.
+    if sender || placed == Placed::Adopted {
+        reg
+    } else {
+        reg.uncounted()
+    }
+    .cancel();
+    ParkFail::Fail(Fail::Closed)
 }
 
 /// Why `park_in` did not complete the operation.
