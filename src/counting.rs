@@ -37,10 +37,12 @@
 //! meets it still registering drops its entry and marks it `LOST`, as on a
 //! cell, and the select registers the case again.
 //!
-//! Closing sets `CLOSED` in the word (later sends fail in their own CAS, so
-//! no send succeeds after the close) and fails every waiter: a waiting
+//! Closing sets `CLOSED` in the word and then fails every waiter: a waiting
 //! receiver means the count is zero, and a waiting sender's message goes back
-//! to it. Receives drain what is buffered, then see `Closed`.
+//! to it. No send succeeds after the close: later sends fail in their own
+//! CAS, and a receive that finds the flag set gives the place it frees to no
+//! listed sender (the closer fails those once it has the lock). Receives
+//! drain what is buffered, then see `Closed`.
 
 use crate::cell::Registration;
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
@@ -274,10 +276,15 @@ impl Counting {
             let s = self.state.load(Ordering::Acquire);
             if s & COUNT > 0 {
                 // A waiting sender's message takes the place of the one we
-                // take: the count stays.
-                if let Some(handed) = Self::serve(&mut lists.senders) {
-                    self.settle(&lists, s);
-                    return Ok(handed);
+                // take: the count stays. Not once closed: the send would
+                // then complete after the close (the closer, on its way to
+                // the lock, fails the listed senders and hands their
+                // messages back); we take ours from the count.
+                if s & CLOSED == 0 {
+                    if let Some(handed) = Self::serve(&mut lists.senders) {
+                        self.settle(&lists, s);
+                        return Ok(handed);
+                    }
                 }
                 if self.step(&lists, s, false) {
                     return Ok(Moved::Counted);

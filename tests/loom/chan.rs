@@ -208,6 +208,50 @@ fn close_wakes_parked_rendezvous_sender_and_receiver() {
     );
 }
 
+/// A sender blocked on a full `bounded(cap)` (a rendezvous one for
+/// `cap == 0`) while another thread closes it, and a receiver that
+/// receives only once it has seen the close: the blocked send fails and
+/// gets its message back (SPEC: once closed, every send fails, blocked
+/// senders included), and the receiver gets what was buffered before the
+/// close and nothing more. The zero-sized channel let such a send through
+/// (`counting::zst_blocked_send_fails_once_closed`); these are its twins
+/// on cells.
+fn blocked_send_fails_once_closed(cap: usize) {
+    let (tx, rx) = bounded::<i32>(cap);
+    for i in 0..cap as i32 {
+        tx.send(i).unwrap();
+    }
+    let sender = tx.clone();
+    let s = thread::spawn(move || sender.send(9));
+    let c = thread::spawn(move || {
+        tx.close();
+    });
+    let mut received = Vec::new();
+    if rx.is_closed() {
+        received.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+    }
+    c.join().unwrap();
+    assert_eq!(s.join().unwrap().map_err(|e| e.into_inner()), Err(9));
+    received.extend(std::iter::from_fn(|| rx.try_recv().ok()));
+    assert_eq!(received, (0..cap as i32).collect::<Vec<_>>());
+}
+
+/// Bound 3. [`blocked_send_fails_once_closed`] on a rendezvous channel.
+#[test]
+fn rendezvous_blocked_send_fails_once_closed() {
+    model("rendezvous_blocked_send_fails_once_closed", 3, || {
+        blocked_send_fails_once_closed(0)
+    });
+}
+
+/// Bound 3. [`blocked_send_fails_once_closed`] on a full `bounded(1)`.
+#[test]
+fn bounded_blocked_send_fails_once_closed() {
+    model("bounded_blocked_send_fails_once_closed", 3, || {
+        blocked_send_fails_once_closed(1)
+    });
+}
+
 /// Bound 3. bounded(1): the second send blocks until the receiver frees the
 /// slot (full -> not-full wake-up); order is FIFO.
 #[test]

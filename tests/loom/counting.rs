@@ -259,3 +259,42 @@ fn zst_close_answer_is_final() {
         drop(rx);
     });
 }
+
+/// Bound 3. A sender blocked on a full `bounded(1)` while another thread
+/// closes it, and a receiver that drains only once it has seen the close:
+/// the blocked send fails and hands its message back (SPEC: once closed,
+/// every send fails, blocked senders included), so the receiver gets no
+/// more than `len` said after the close. A receive on the slow path used
+/// to let the listed sender's message take the place of the one it took,
+/// closed or not, and the send returned `Ok` after the close (found in
+/// review: `len` 1, then two messages received).
+#[test]
+fn zst_blocked_send_fails_once_closed() {
+    model("zst_blocked_send_fails_once_closed", 3, || {
+        let (tx, rx) = bounded::<Permit>(1);
+        tx.send(Permit).unwrap();
+        let sender = tx.clone();
+        let s = thread::spawn(move || sender.send(Permit).is_ok());
+        let c = thread::spawn(move || {
+            tx.close();
+        });
+        let mut received = 0;
+        if rx.is_closed() {
+            let len = rx.len();
+            received = std::iter::from_fn(|| rx.try_recv().ok()).count();
+            assert!(
+                received <= len,
+                "len {len} after the close, then {received} received"
+            );
+        }
+        c.join().unwrap();
+        assert!(
+            !s.join().unwrap(),
+            "a blocked send completed after the close"
+        );
+        received += std::iter::from_fn(|| rx.try_recv().ok()).count();
+        assert_eq!(received, 1, "the message sent before the close");
+        drop(rx);
+        assert_eq!(drops(), 2);
+    });
+}
