@@ -15,7 +15,13 @@ use std::time::Instant;
 /// Runs `f` under loom with preemption bound `bound`, then runs the epoch
 /// collector (loom checks that nothing leaks), and reports how many
 /// executions were explored and how long it took.
+///
+/// `SCALECHAN_LOOM_EXTRA_BOUND=n` adds `n` to every model's bound, for a
+/// deeper run than CI's; with `LOOM_MAX_DURATION=secs` each model stops
+/// after that long, explored in loom's order as far as it got (README,
+/// "Verification").
 pub(crate) fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let bound = bound + extra_bound();
     let iterations = std::sync::Arc::new(AtomicUsize::new(0));
     let counter = iterations.clone();
     let start = Instant::now();
@@ -27,11 +33,29 @@ pub(crate) fn model(name: &str, bound: usize, f: impl Fn() + Sync + Send + 'stat
         f();
         scalechan::__private::collect_garbage();
     });
+    let took = start.elapsed();
+    // (loom stops exploring, without an error, once the time is up.)
+    let cut_short = builder.max_duration.is_some_and(|max| took >= max);
     eprintln!(
-        "loom {name}: bound {bound}, {} iterations, {:.2?}",
+        "loom {name}: bound {bound}, {} iterations, {took:.2?}{}",
         iterations.load(Ordering::Relaxed),
-        start.elapsed()
+        if cut_short {
+            " (stopped by LOOM_MAX_DURATION)"
+        } else {
+            ""
+        }
     );
+}
+
+/// The preemptions `SCALECHAN_LOOM_EXTRA_BOUND` adds to each model's bound
+/// (0 when unset).
+fn extra_bound() -> usize {
+    match std::env::var("SCALECHAN_LOOM_EXTRA_BOUND") {
+        Ok(v) => v
+            .parse()
+            .expect("SCALECHAN_LOOM_EXTRA_BOUND: a number of preemptions"),
+        Err(_) => 0,
+    }
 }
 
 /// For a model where one send raced a close and another receiver: `first`
