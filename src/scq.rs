@@ -24,7 +24,8 @@
 //! being consumed: `fq` holds only `n` numbers, `free` only `n` units, and a
 //! unit or number comes back only after its entry was marked consumed.
 //!
-//! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`.
+//! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`, at
+//! least `MIN_RING_HALF` (see "Threads").
 //! `head` and `tail` are moved by increments (`loom::take_index`: a CAS,
 //! or a fetch-and-add after a short wait when the CAS lost a race);
 //! position `p` lives in entry `remap(p mod R)` and belongs to cycle
@@ -48,7 +49,7 @@
 //! 128-bit CAS is a locked `cmpxchg16b` whatever its ordering, and a SeqCst
 //! load is a plain load.
 //!
-//! # No limit on the number of threads
+//! # Threads
 //!
 //! The paper's CAS2 variant that stores values directly in a ring of size `n`
 //! decides fullness from `tail - head`, which each of `k` racing enqueuers
@@ -58,10 +59,27 @@
 //! slot numbers, or `n` units of `free` for inline values; a number or unit
 //! is in the ring, or held by one thread), so a ring can never be full and
 //! an enqueue always finds an entry within a bounded number of steps however
-//! many threads race (the paper's Theorem for the `2n`-ring, which has no
-//! assumption on the thread count). Fullness is decided by `fq` running dry
-//! or `free` reaching 0, never by a ring's capacity, so no number of threads
-//! can break it.
+//! many threads race. Fullness is decided by `fq` running dry or `free`
+//! reaching 0, never by a ring's capacity.
+//!
+//! The threshold still bounds the number of threads, though more loosely.
+//! A dequeuer decrements it *after* its failed step, so one paused between
+//! the two decrements late, after an enqueue that came meanwhile has reset
+//! the threshold; with `3m` such dequeuers paused at once the threshold
+//! goes negative while that enqueue's value sits in the ring, and from then
+//! on every pop answers "empty" (and, with the ring full, every push
+//! "full"): the value is stranded (found in review, forcing the pauses with
+//! hooks at the two points; three paused dequeuers did it to a capacity-1
+//! queue). Decrementing before the step instead only moves the hole (a
+//! dequeuer paused between its decrement and its step counts a step not yet
+//! taken, and a pop can then answer "empty" beside a value). So every ring
+//! has at least `2 * MIN_RING_HALF` entries whatever the capacity: a value
+//! can be stranded only with `3 * MIN_RING_HALF = 192` or more dequeuers
+//! paused at once in the few instructions between a failed step and its
+//! decrement. A bound that no number of threads can reach needs a
+//! threshold that in-flight dequeuers cannot make stale (a generation each
+//! enqueue bumps, or a count of dequeuers in flight): each costs one more
+//! read-modify-write per push or per pop, and is not done yet.
 //!
 //! # Optimisations from the ByteDance LSCQ article
 //!
@@ -90,6 +108,12 @@ pub(crate) const FINALIZED: u64 = 1 << 63;
 /// number lives in 64 bits, but the two rings must also fit in memory.
 /// (A `u64`: as a `usize` it would not compile for 32-bit targets.)
 const MAX_CAPACITY: u64 = 1 << 40;
+
+/// The smallest ring half (`m`) a queue gets, whatever its capacity: the
+/// threshold (`3m - 1`) must exceed the number of dequeuers that can be
+/// paused between a failed step and its decrement at once (module docs,
+/// "Threads"). Not under loom, whose models need rings of 2-8 entries.
+const MIN_RING_HALF: usize = if cfg!(loom) { 1 } else { 64 };
 
 /// log2(entries per 128 bytes), for `IndexRing::remap`.
 const REMAP_SHIFT: u32 = 3;
@@ -712,9 +736,10 @@ impl<T> Scq<T> {
     ///
     /// Any `capacity >= 1` is accepted (not only powers of two) and
     /// [`capacity`](Self::capacity) returns it exactly. Memory used is about
-    /// `32 * capacity.next_power_of_two()` bytes for values of at most 8
-    /// bytes, else `capacity * size_of::<T>() + 64 *
-    /// capacity.next_power_of_two()` bytes.
+    /// `32 * m` bytes for values of at most 8 bytes, else `capacity *
+    /// size_of::<T>() + 64 * m` bytes, where `m` is
+    /// `capacity.next_power_of_two()`, at least 64 (a smaller ring would
+    /// let a few paused threads strand a value: module docs, "Threads").
     ///
     /// # Panics
     ///
@@ -730,7 +755,7 @@ impl<T> Scq<T> {
             capacity as u64 <= MAX_CAPACITY,
             "Scq capacity {capacity} is too large (the maximum is 2^40)"
         );
-        let half = capacity.next_power_of_two();
+        let half = capacity.next_power_of_two().max(MIN_RING_HALF);
         if Self::INLINE {
             Scq {
                 aq: IndexRing::new(half, 0),
