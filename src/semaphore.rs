@@ -49,13 +49,16 @@
 //! read-modify-writes of one word, so one of them comes second and sees the
 //! other: no fence. The announcements are cleared by a collector that finds
 //! every queued waiter served (`enq == deq`), with a CAS that fails if
-//! anyone announced since it looked.
+//! anyone announced since it looked. A collect moves the count into a
+//! transit share of the same word, adds it to `permits`, and only then
+//! takes it out of transit, so a reader that looks at `returned` before
+//! `permits` misses no free permit (`is_exhausted`).
 
 use crate::cell::{self, Claim, Claimer, InCell, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
 use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::loom::CachePadded;
+use crate::loom::{Backoff, CachePadded};
 use crate::segment::{
     give_back, may_give_back, LazySegments, Segment, SegmentCell, Segments, Side, SEGMENT_CELLS,
 };
@@ -97,8 +100,11 @@ pub(crate) struct Semaphore {
     /// waits.
     permits: CachePadded<AtomicU64>,
     /// Low `COUNT_BITS`: permits given back by receivers and not yet moved
-    /// into `permits`; above: waiters' announcements since the last clear
-    /// (non-zero: a receiver must collect at once).
+    /// into `permits`; then `TRANSIT_BITS`: permits a collector has taken
+    /// from the count and not yet added to `permits` (so a reader that
+    /// looks here first, then at `permits`, sees each free permit in one
+    /// place or the other); above: waiters' announcements since the last
+    /// clear (non-zero: a receiver must collect at once).
     returned: CachePadded<AtomicU64>,
     /// A receiver that brings `returned` to this many moves them into
     /// `permits` itself; 1: every permit goes straight to `permits`.
@@ -140,9 +146,18 @@ fn batch_for(cap: usize) -> u64 {
 /// concurrent receiver is ever there.
 const COUNT_BITS: u32 = 20;
 const COUNT_MASK: u64 = (1 << COUNT_BITS) - 1;
-/// One announcement. They wrap after 2^44 announcements with no clear in
-/// between (months of uninterrupted waiting at one per microsecond).
-const ANNOUNCED: u64 = 1 << COUNT_BITS;
+/// The share of `returned` in transit: what collectors mid-collect took
+/// from the count, at most the count's bound per such collector.
+const TRANSIT_BITS: u32 = 20;
+const TRANSIT_ONE: u64 = 1 << COUNT_BITS;
+const TRANSIT_MASK: u64 = ((1 << TRANSIT_BITS) - 1) << COUNT_BITS;
+/// Free permits in `returned`, counted or in transit.
+const FREE_MASK: u64 = COUNT_MASK | TRANSIT_MASK;
+/// One announcement, in the bits above the transit share. The field skips
+/// zero when it wraps (`announce`), so "announced" never reads as "none";
+/// a clear that raced exactly 2^24 announcements could still miss them.
+const ANNOUNCED: u64 = 1 << (COUNT_BITS + TRANSIT_BITS);
+const ANNOUNCE_MASK: u64 = !FREE_MASK;
 
 #[inline]
 fn signed(v: u64) -> i64 {
@@ -200,8 +215,14 @@ impl Semaphore {
     /// True when no permit is free (read only).
     #[inline]
     pub(crate) fn is_exhausted(&self) -> bool {
-        signed(self.permits.load(Ordering::Relaxed)) <= 0
-            && self.returned.load(Ordering::Relaxed) & COUNT_MASK == 0
+        // `returned` first, Acquire: a collector adds to `permits` before
+        // it takes the permits out of transit (Release), so whatever it
+        // moved is in what we read there or in `permits` after. Read the
+        // other way round, a collect between the two loads hid its permits
+        // from both, and a `try_send` said `Full` with room (found in
+        // review; loom `try_send_sees_permits_in_transit`).
+        self.returned.load(Ordering::Acquire) & FREE_MASK == 0
+            && signed(self.permits.load(Ordering::Relaxed)) <= 0
     }
 
     /// Whether a permit is free, after collecting the returned ones if
@@ -412,7 +433,11 @@ impl Semaphore {
     /// permits back in batches), collecting what they returned before.
     /// Release: a clearer that reads the announcement sees our `enq`.
     fn announce(&self) {
-        let before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
+        let mut before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
+        if (before + ANNOUNCED) & ANNOUNCE_MASK == 0 {
+            // Wrapped to "none": announce once more.
+            before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
+        }
         if before & COUNT_MASK != 0 {
             self.collect_returned();
         }
@@ -474,6 +499,19 @@ impl Semaphore {
                     cur = self.permits.load(Ordering::Relaxed);
                     continue;
                 }
+                // Nothing counted in `returned`; a collector may still
+                // hold permits in transit, which are free: wait for them
+                // to land (a few instructions, unless it was preempted),
+                // then look again. Acquire, as in `is_exhausted`: once
+                // none are in transit, `permits` shows what they became.
+                let backoff = Backoff::new();
+                while self.returned.load(Ordering::Acquire) & TRANSIT_MASK != 0 {
+                    backoff.snooze();
+                }
+                cur = self.permits.load(Ordering::Relaxed);
+                if signed(cur) > 0 {
+                    continue;
+                }
                 return Err(Fail::closed_or_blocked(is_closed()));
             }
             match self.permits.compare_exchange_weak(
@@ -498,7 +536,7 @@ impl Semaphore {
         // Release: our receive happens before the send this permit allows
         // (through the collector's Acquire and its Release add).
         let before = self.returned.fetch_add(1, Ordering::Release);
-        if before & !COUNT_MASK != 0 || (before & COUNT_MASK) + 1 >= self.batch {
+        if before & ANNOUNCE_MASK != 0 || (before & COUNT_MASK) + 1 >= self.batch {
             self.collect_returned();
         }
     }
@@ -509,21 +547,34 @@ impl Semaphore {
     fn collect_returned(&self) -> bool {
         // Relaxed load: no read-modify-write when nothing was returned (a
         // failing `try_send` stays read-only).
-        if self.returned.load(Ordering::Relaxed) & COUNT_MASK == 0 {
-            return false;
-        }
-        // Acquire: the receives that returned these permits happen before
-        // our add below, hence before the sends they allow.
-        let word = self.returned.fetch_and(!COUNT_MASK, Ordering::Acquire);
-        let n = word & COUNT_MASK;
-        if n == 0 {
-            return false;
-        }
+        let mut word = self.returned.load(Ordering::Relaxed);
+        // Moves the count into transit, where readers still see it until
+        // `give` has added it to `permits`. Acquire: the receives that
+        // returned these permits happen before our add, hence before the
+        // sends they allow.
+        let n = loop {
+            let n = word & COUNT_MASK;
+            if n == 0 {
+                return false;
+            }
+            match self.returned.compare_exchange_weak(
+                word,
+                word - n + n * TRANSIT_ONE,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break n,
+                Err(now) => word = now,
+            }
+        };
         self.give(n);
+        // Release: a reader that sees them gone from transit sees them in
+        // `permits` (see `is_exhausted`).
+        self.returned.fetch_sub(n * TRANSIT_ONE, Ordering::Release);
         // (Every receive while announcements stand comes here with a
         // permit, so the first one after the last waiter clears them,
         // passing the withdrawn cells behind that waiter first.)
-        if word & !COUNT_MASK != 0 {
+        if word & ANNOUNCE_MASK != 0 {
             self.clear_announcements();
         }
         true
@@ -534,7 +585,7 @@ impl Semaphore {
     fn clear_announcements(&self) {
         // Acquire: an announcement we read comes with its waiter's `enq`.
         let word = self.returned.load(Ordering::Acquire);
-        if word & !COUNT_MASK == 0 {
+        if word & ANNOUNCE_MASK == 0 {
             return;
         }
         // Relaxed: the CAS below fails if anyone announced after `word`;
@@ -559,7 +610,7 @@ impl Semaphore {
         }
         let _ = self.returned.compare_exchange(
             word,
-            word & COUNT_MASK,
+            word & FREE_MASK,
             Ordering::Relaxed,
             Ordering::Relaxed,
         );
@@ -821,7 +872,7 @@ mod tests {
             "withdrawn cells passed"
         );
         assert_eq!(
-            sem.returned.load(Ordering::Relaxed) & !COUNT_MASK,
+            sem.returned.load(Ordering::Relaxed) & ANNOUNCE_MASK,
             0,
             "announcements cleared"
         );
@@ -879,7 +930,7 @@ mod loom_models {
                 "every queued cell passed"
             );
             assert_eq!(
-                sem.returned.load(Ordering::Relaxed) & !COUNT_MASK,
+                sem.returned.load(Ordering::Relaxed) & ANNOUNCE_MASK,
                 0,
                 "announcements cleared"
             );

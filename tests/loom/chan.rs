@@ -883,3 +883,42 @@ fn close_behind_timed_receivers() {
         assert_eq!(rx.len(), 0);
     });
 }
+
+/// Bound 3. A full `bounded(2)` (batches of 2 under loom): one receive
+/// completes, leaving its permit in `returned`; a second receive completes
+/// the batch and collects it into `permits` while a `try_send` runs. Room
+/// exists throughout the `try_send`, which must succeed. A collect moved
+/// the permits out of `returned` before adding them to `permits`, and a
+/// `try_send` that read `permits` before the add and `returned` after the
+/// move answered `Full` (found in review).
+#[test]
+fn try_send_sees_permits_in_transit() {
+    model("try_send_sees_permits_in_transit", 3, || {
+        let (tx, rx) = full(2);
+        assert_eq!(rx.recv(), Ok(0));
+        let r = thread::spawn(move || {
+            assert_eq!(rx.recv(), Ok(1));
+            rx
+        });
+        let sent = tx.try_send(2);
+        let _rx = r.join().unwrap();
+        assert_eq!(sent, Ok(()), "try_send said Full with a slot free");
+    });
+}
+
+/// Bound 3. As [`try_send_sees_permits_in_transit`], for `is_full`, which
+/// reads the same two words without a read-modify-write.
+#[test]
+fn is_full_sees_permits_in_transit() {
+    model("is_full_sees_permits_in_transit", 3, || {
+        let (tx, rx) = full(2);
+        assert_eq!(rx.recv(), Ok(0));
+        let r = thread::spawn(move || {
+            assert_eq!(rx.recv(), Ok(1));
+            rx
+        });
+        let full = tx.is_full();
+        let _rx = r.join().unwrap();
+        assert!(!full, "is_full with a slot free");
+    });
+}
