@@ -897,6 +897,58 @@ fn linearizable_send_then_try_recv() {
     }
 }
 
+/// The mirror of `linearizable_send_then_try_recv` for `Full`: one sender
+/// keeps a bounded channel topped up with `try_send` while two receivers
+/// drain it, each counting a receive once it has returned. A `try_send`
+/// made while fewer than `cap` of the sender's messages can be in the
+/// channel (its successes minus the receives counted before the call) has
+/// a slot free throughout, so it must succeed, and `is_full` must say
+/// false. With receivers returning permits in batches (capacity 16 and
+/// up), a collect that fell between the two loads of the read-only check
+/// hid the permits it moved from both, and `try_send` said `Full` about
+/// 100 000 times in 5 s on a `bounded(16)` (d7e3c96).
+#[test]
+fn try_send_and_is_full_see_every_completed_receive() {
+    for cap in [16, 64] {
+        let (tx, rx) = bounded::<usize>(cap);
+        let received = Arc::new(AtomicUsize::new(0));
+        let receivers: Vec<_> = (0..2)
+            .map(|_| {
+                let (rx, received) = (rx.clone(), received.clone());
+                thread::spawn(move || {
+                    while rx.recv().is_ok() {
+                        received.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        drop(rx);
+        let target = scaled(200_000);
+        let mut sent = 0;
+        while sent < target {
+            let most_buffered = sent - received.load(Ordering::SeqCst);
+            let full = tx.is_full();
+            match tx.try_send(sent) {
+                Ok(()) => sent += 1,
+                Err(TrySendError::Full(_)) => assert!(
+                    most_buffered >= cap,
+                    "cap {cap}: try_send said Full with at most {most_buffered} buffered"
+                ),
+                Err(e) => panic!("cap {cap}: {e:?}"),
+            }
+            assert!(
+                !full || most_buffered >= cap,
+                "cap {cap}: is_full with at most {most_buffered} buffered"
+            );
+        }
+        tx.close();
+        for r in receivers {
+            r.join().unwrap();
+        }
+        assert_eq!(received.load(Ordering::SeqCst), sent, "cap {cap}");
+    }
+}
+
 /// Zero-sized messages (a count, not cells; `counting.rs`): producers and
 /// consumers in every mode, with a close racing them, on every kind. Each
 /// message is made once and dropped exactly once: received, handed back by
