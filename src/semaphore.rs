@@ -434,7 +434,7 @@ impl Semaphore {
     /// Release: a clearer that reads the announcement sees our `enq`.
     fn announce(&self) {
         let mut before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
-        if (before + ANNOUNCED) & ANNOUNCE_MASK == 0 {
+        if before.wrapping_add(ANNOUNCED) & ANNOUNCE_MASK == 0 {
             // Wrapped to "none": announce once more.
             before = self.returned.fetch_add(ANNOUNCED, Ordering::AcqRel);
         }
@@ -819,6 +819,19 @@ unsafe fn release_segment(seg: *const ()) {
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
+
+    /// The announcement field skips zero when it wraps: a waiter that
+    /// announced must never read as "no waiter" to receivers, which would
+    /// then keep its permit back in a batch.
+    #[test]
+    fn announcements_skip_zero_when_they_wrap() {
+        let sem = Semaphore::new(64);
+        // The field's last value before it wraps; nothing counted.
+        sem.returned.store(ANNOUNCE_MASK, Ordering::Relaxed);
+        sem.announce();
+        assert_ne!(sem.returned.load(Ordering::Relaxed) & ANNOUNCE_MASK, 0);
+        assert_eq!(sem.returned.load(Ordering::Relaxed) & FREE_MASK, 0);
+    }
 
     /// Waiters that withdrew behind the last waiter served, up to a
     /// segment's last index (which no waiter can hand back), are passed by
