@@ -500,12 +500,15 @@ impl Semaphore {
                     continue;
                 }
                 // Nothing counted in `returned`; a collector may still
-                // hold permits in transit, which are free: wait for them
-                // to land (a few instructions, unless it was preempted),
-                // then look again. Acquire, as in `is_exhausted`: once
-                // none are in transit, `permits` shows what they became.
+                // hold permits in transit, which are free: wait until some
+                // land (a few instructions, unless it was preempted), or
+                // none are in transit, then look again. Acquire, as in
+                // `is_exhausted`: once none are in transit, `permits` shows
+                // what they became.
                 let backoff = Backoff::new();
-                while self.returned.load(Ordering::Acquire) & TRANSIT_MASK != 0 {
+                while signed(self.permits.load(Ordering::Relaxed)) <= 0
+                    && self.returned.load(Ordering::Acquire) & TRANSIT_MASK != 0
+                {
                     backoff.snooze();
                 }
                 cur = self.permits.load(Ordering::Relaxed);

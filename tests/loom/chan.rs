@@ -9,7 +9,7 @@ use crate::{assert_closed_is_final, drain_and_check_one_slot, full, model};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use scalechan::{bounded, unbounded, RecvTimeoutError, SendTimeoutError, TryRecvError};
+use scalechan::{bounded, unbounded, RecvTimeoutError, SendTimeoutError, Sender, TryRecvError};
 use std::time::Duration;
 
 /// Counts drops, so the models can check "dropped exactly once".
@@ -884,41 +884,40 @@ fn close_behind_timed_receivers() {
     });
 }
 
-/// Bound 3. A full `bounded(2)` (batches of 2 under loom): one receive
-/// completes, leaving its permit in `returned`; a second receive completes
-/// the batch and collects it into `permits` while a `try_send` runs. Room
-/// exists throughout the `try_send`, which must succeed. A collect moved
+/// A full `bounded(2)` (batches of 2 under loom): one receive completes,
+/// leaving its permit in `returned`; a second receive completes the batch
+/// and collects it into `permits` while `look` runs on the sender, whose
+/// answer this returns. Room exists throughout the look. A collect moved
 /// the permits out of `returned` before adding them to `permits`, and a
-/// `try_send` that read `permits` before the add and `returned` after the
-/// move answered `Full` (found in review).
+/// look that read `permits` before the add and `returned` after the move
+/// saw the channel full (found in review).
+fn look_while_permits_are_collected<R>(look: impl FnOnce(&Sender<i32>) -> R) -> R {
+    let (tx, rx) = full(2);
+    assert_eq!(rx.recv(), Ok(0));
+    let r = thread::spawn(move || {
+        assert_eq!(rx.recv(), Ok(1));
+        rx
+    });
+    let seen = look(&tx);
+    let _rx = r.join().unwrap();
+    seen
+}
+
+/// Bound 3. [`look_while_permits_are_collected`]: `try_send` must succeed.
 #[test]
 fn try_send_sees_permits_in_transit() {
     model("try_send_sees_permits_in_transit", 3, || {
-        let (tx, rx) = full(2);
-        assert_eq!(rx.recv(), Ok(0));
-        let r = thread::spawn(move || {
-            assert_eq!(rx.recv(), Ok(1));
-            rx
-        });
-        let sent = tx.try_send(2);
-        let _rx = r.join().unwrap();
+        let sent = look_while_permits_are_collected(|tx| tx.try_send(2));
         assert_eq!(sent, Ok(()), "try_send said Full with a slot free");
     });
 }
 
-/// Bound 3. As [`try_send_sees_permits_in_transit`], for `is_full`, which
-/// reads the same two words without a read-modify-write.
+/// Bound 3. [`look_while_permits_are_collected`]: `is_full`, which reads
+/// the same two words without a read-modify-write, must say false.
 #[test]
 fn is_full_sees_permits_in_transit() {
     model("is_full_sees_permits_in_transit", 3, || {
-        let (tx, rx) = full(2);
-        assert_eq!(rx.recv(), Ok(0));
-        let r = thread::spawn(move || {
-            assert_eq!(rx.recv(), Ok(1));
-            rx
-        });
-        let full = tx.is_full();
-        let _rx = r.join().unwrap();
+        let full = look_while_permits_are_collected(|tx| tx.is_full());
         assert!(!full, "is_full with a slot free");
     });
 }
