@@ -396,7 +396,7 @@ impl<T> Lscq<T> {
             // `cq` is finalized (it was, before `next` was published). A
             // push that claimed a position before that may still land: look
             // again, this time claiming every position up to the final tail
-            // whatever the threshold says, so each such push either hands us
+            // whatever its `limit` says, so each such push either hands us
             // (or another popper) its value or fails and moves on.
             let popped = node.ring.pop_finalized();
             node.touch();

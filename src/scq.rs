@@ -24,21 +24,19 @@
 //! being consumed: `fq` holds only `n` numbers, `free` only `n` units, and a
 //! unit or number comes back only after its entry was marked consumed.
 //!
-//! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`, at
-//! least `MIN_RING_HALF` (see "Threads").
+//! Each ring has `R = 2m` entries where `m = n.next_power_of_two()`.
 //! `head` and `tail` are moved by increments (`loom::take_index`: a CAS,
 //! or a fetch-and-add after a short wait when the CAS lost a race);
 //! position `p` lives in entry `remap(p mod R)` and belongs to cycle
 //! `p / R`. A dequeuer that arrives before its enqueuer bumps the entry's
 //! cycle so the late enqueuer moves on; one that finds an older value still
 //! sitting there clears `IsSafe`, so only an enqueuer no dequeuer has passed
-//! may reuse that entry. A `threshold` (reset to `3m - 1` by every enqueue,
-//! decremented by every failed dequeue step) stops dequeuers from livelocking
-//! against enqueuers, and `catchup` pulls `tail` up to `head` after dequeuers
-//! overran it.
+//! may reuse that entry. A `limit` (see "Threads") stops dequeuers from
+//! livelocking against enqueuers, and `catchup` pulls `tail` up to `head`
+//! after dequeuers overran it.
 //!
 //! The paper assumes one total order of all accesses. Here `head`, `tail`,
-//! `threshold` *and every access to an entry* are SeqCst: the "unsafe"
+//! `limit` *and every access to an entry* are SeqCst: the "unsafe"
 //! check pairs a dequeuer's head increment-then-entry-load with an
 //! enqueuer's entry-load-then-head-load, a Dekker pattern. With Acquire
 //! entry loads a dequeuer could read an old, unsafe value after a stalled
@@ -62,24 +60,39 @@
 //! many threads race. Fullness is decided by `fq` running dry or `free`
 //! reaching 0, never by a ring's capacity.
 //!
-//! The threshold still bounds the number of threads, though more loosely.
-//! A dequeuer decrements it *after* its failed step, so one paused between
-//! the two decrements late, after an enqueue that came meanwhile has reset
-//! the threshold; with `3m` such dequeuers paused at once the threshold
-//! goes negative while that enqueue's value sits in the ring, and from then
-//! on every pop answers "empty" (and, with the ring full, every push
-//! "full"): the value is stranded (found in review, forcing the pauses with
-//! hooks at the two points; three paused dequeuers did it to a capacity-1
-//! queue). Decrementing before the step instead only moves the hole (a
-//! dequeuer paused between its decrement and its step counts a step not yet
-//! taken, and a pop can then answer "empty" beside a value). So every ring
-//! has at least `2 * MIN_RING_HALF` entries whatever the capacity: a value
-//! can be stranded only with `3 * MIN_RING_HALF = 192` or more dequeuers
-//! paused at once in the few instructions between a failed step and its
-//! decrement. A bound that no number of threads can reach needs a
-//! threshold that in-flight dequeuers cannot make stale (a generation each
-//! enqueue bumps, or a count of dequeuers in flight): each costs one more
-//! read-modify-write per push or per pop, and is not done yet.
+//! Dequeuers must not chase enqueuers forever: a dequeuer that claims a
+//! position before its enqueuer arrives makes that enqueuer retry further
+//! on, and without a bound the two could run ahead of each other with no
+//! operation ever finishing. The paper bounds them with a *threshold*,
+//! reset to `3m - 1` by every enqueue and decremented by every failed
+//! dequeue step, and its Lemma 5.4 assumes at most `m` threads: a
+//! dequeuer decrements *after* its failed step, so one paused between the
+//! two decrements late, after an enqueue that came meanwhile reset the
+//! threshold, and `3m` paused at once drive it negative while that
+//! enqueue's value sits in the ring: every pop then answers "empty" and,
+//! with the ring full, every push "full", for good (found in review, with
+//! pauses forced at the two points; three did it to a capacity-1 queue).
+//!
+//! This queue bounds dequeuers by a *position* instead: `limit`. Dequeuers
+//! claim a position only below it (a read-only test before the
+//! fetch-and-add), and an enqueue that wrote its value at position `p`
+//! raises it above `p` (`fetch_max`, only when it is not already there, so
+//! about once per `m` pushes). Two facts make this sound for any number of
+//! threads, paused or not:
+//!
+//! - *no value stranded*: `limit` never decreases while the ring is in
+//!   use, so once an enqueue at `p` has returned, dequeuers keep claiming
+//!   positions until one claims `p` and takes the value (the entry's cycle
+//!   lets no other position take it). A late reader of `limit` only sees a
+//!   smaller one: at worst it answers "empty" for a pop that overlapped the
+//!   enqueue, as the paper's threshold does.
+//! - *no livelock*: only a finished enqueue raises `limit`, so while no
+//!   operation finishes, dequeuers claim at most `limit - head` positions
+//!   (plus one each for those past the test) and then answer "empty";
+//!   enqueuers then find entries no dequeuer passed.
+//!
+//! A failed step costs no shared write (the threshold's `fetch_sub` is
+//! gone), and the empty fast path stays loads only.
 //!
 //! # Optimisations from the ByteDance LSCQ article
 //!
@@ -88,8 +101,8 @@
 //! - *fixstate*: a dequeuer that overran `tail` only fixes it if no later
 //!   dequeuer has moved `head` since (that one will), which avoids a storm of
 //!   failing CASes when dequeuers outnumber enqueuers;
-//! - *fast path*: a pop decides "empty" from loads alone when the threshold
-//!   is exhausted or `tail <= head`, and the replacement entry is only built
+//! - *fast path*: a pop decides "empty" from loads alone when `head` has
+//!   reached `limit` or `tail <= head`, and the replacement entry is only built
 //!   when it is needed.
 
 use crate::atomic128::AtomicU128;
@@ -108,12 +121,6 @@ pub(crate) const FINALIZED: u64 = 1 << 63;
 /// number lives in 64 bits, but the two rings must also fit in memory.
 /// (A `u64`: as a `usize` it would not compile for 32-bit targets.)
 const MAX_CAPACITY: u64 = 1 << 40;
-
-/// The smallest ring half (`m`) a queue gets, whatever its capacity: the
-/// threshold (`3m - 1`) must exceed the number of dequeuers that can be
-/// paused between a failed step and its decrement at once (module docs,
-/// "Threads"). Not under loom, whose models need rings of 2-8 entries.
-const MIN_RING_HALF: usize = if cfg!(loom) { 1 } else { 64 };
 
 /// log2(entries per 128 bytes), for `IndexRing::remap`.
 const REMAP_SHIFT: u32 = 3;
@@ -211,8 +218,9 @@ pub(crate) struct IndexRing {
     head: CachePadded<AtomicU64>,
     /// Bit 63 is [`FINALIZED`].
     tail: CachePadded<AtomicU64>,
-    /// An `i64` stored as its bits (the shim has no signed atomics).
-    threshold: CachePadded<AtomicU64>,
+    /// Dequeuers claim positions only below this (module docs, "Threads").
+    /// Only grows while the ring is in use.
+    limit: CachePadded<AtomicU64>,
     /// `tail` when the ring was finalized (`u64::MAX` before): positions
     /// from there on were taken by pushes that failed, `len` ignores them.
     final_tail: AtomicU64,
@@ -235,7 +243,7 @@ impl IndexRing {
         let ring = IndexRing {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
-            threshold: CachePadded::new(AtomicU64::new(0)),
+            limit: CachePadded::new(AtomicU64::new(0)),
             final_tail: AtomicU64::new(u64::MAX),
             entries: Storage::new(Self::fresh_entries(size)),
             order,
@@ -279,14 +287,10 @@ impl IndexRing {
         }
         self.head.store(size as u64, Ordering::Relaxed);
         self.tail.store((size + full) as u64, Ordering::Relaxed);
-        self.threshold.store(
-            if full == 0 {
-                -1i64 as u64
-            } else {
-                Self::threshold_for(size)
-            },
-            Ordering::Relaxed,
-        );
+        // Past the last position placed by the slack, as an enqueue there
+        // would have left it.
+        self.limit
+            .store((size + full) as u64 + self.limit_slack(), Ordering::Relaxed);
         self.final_tail.store(u64::MAX, Ordering::Relaxed);
     }
 
@@ -301,7 +305,7 @@ impl IndexRing {
         let size = self.size() as u64;
         self.head.store(size, Ordering::Relaxed);
         self.tail.store(size, Ordering::Relaxed);
-        self.threshold.store(-1i64 as u64, Ordering::Relaxed);
+        self.limit.store(0, Ordering::Relaxed);
     }
 
     /// Allocates the entries again if they were given back; `true` if it
@@ -323,7 +327,7 @@ impl IndexRing {
         IndexRing {
             head: CachePadded::new(AtomicU64::new(0)),
             tail: CachePadded::new(AtomicU64::new(0)),
-            threshold: CachePadded::new(AtomicU64::new(-1i64 as u64)),
+            limit: CachePadded::new(AtomicU64::new(0)),
             final_tail: AtomicU64::new(u64::MAX),
             entries: Storage::new(Box::new([])),
             order: 1,
@@ -332,11 +336,29 @@ impl IndexRing {
         }
     }
 
-    /// `3m - 1` for a ring of `R = 2m` entries: enough failed dequeue steps
-    /// to reach any value enqueued before the last reset (paper, Lemma 5.4).
+    /// How far past a value's position an enqueue raises `limit`: `m`, so
+    /// that only about one push in `m` raises it (a read-modify-write on a
+    /// line every pop reads), while dequeuers may overrun the last value by
+    /// at most `m` positions, fewer than the paper's threshold allowed.
     #[inline]
-    fn threshold_for(size: usize) -> u64 {
-        (3 * (size / 2) - 1) as u64
+    fn limit_slack(&self) -> u64 {
+        (self.size() / 2) as u64
+    }
+
+    /// Lets dequeuers claim position `pos` (module docs, "Threads"): called
+    /// by the enqueue that wrote a value there, after it did, so that only
+    /// finished enqueues move `limit` (raised before the write, an enqueue
+    /// that kept failing would keep dequeuers chasing it).
+    #[inline]
+    fn open_up_to(&self, pos: u64) {
+        // SeqCst, as head and tail: a dequeuer that reads `limit` after
+        // this (in the total order) and then `head` must see `pos` below.
+        if self.limit.load(Ordering::SeqCst) <= pos {
+            // `fetch_max`: racing enqueuers raise it in any order, and a
+            // smaller value must never replace a larger one.
+            self.limit
+                .fetch_max(pos + 1 + self.limit_slack(), Ordering::SeqCst);
+        }
     }
 
     #[inline]
@@ -358,11 +380,10 @@ impl IndexRing {
 
     /// Appends `index`. Fails only when the ring is finalized.
     fn enqueue(&self, index: u64) -> bool {
-        let threshold = Self::threshold_for(self.size());
         loop {
-            // SeqCst on head, tail and threshold: the paper's proofs assume
-            // one total order over them (e.g. an enqueuer's threshold reset
-            // against a dequeuer's `tail <= head` test).
+            // SeqCst on head, tail and limit: the paper's proofs assume one
+            // total order over them (e.g. an enqueuer's limit raise against
+            // a dequeuer's `tail <= head` test).
             let t = take_index(&self.tail, Ordering::SeqCst);
             if t & FINALIZED != 0 {
                 return false;
@@ -389,10 +410,7 @@ impl IndexRing {
                     // this enqueue to the dequeuer that acquires the entry.
                     match entry.compare_exchange(e, new, Ordering::SeqCst, Ordering::SeqCst) {
                         Ok(_) => {
-                            if self.threshold.load(Ordering::SeqCst) != threshold {
-                                // swap, not store: see `reset_threshold`.
-                                self.threshold.swap(threshold, Ordering::SeqCst);
-                            }
+                            self.open_up_to(t);
                             return true;
                         }
                         // The entry changed under us: re-examine it for the
@@ -407,18 +425,19 @@ impl IndexRing {
     }
 
     /// Read-only emptiness test, the pop fast path. `true` means the ring
-    /// was empty at the moment `tail` was read: `head` was read first and
-    /// only grows, so then `tail <= head` and every position ever handed to
-    /// an enqueuer also has a dequeuer. (Its loads must stay Acquire or
+    /// was empty at the moment `tail` (or `limit`) was read: `head` was read
+    /// first and only grows, so then `tail <= head` and every position ever
+    /// handed to an enqueuer also has a dequeuer (or every position a
+    /// finished enqueue wrote has one). (Its loads must stay Acquire or
     /// stronger: `Lscq`'s unpinned look at a recycled ring relies on it.)
     #[inline]
     fn looks_empty(&self) -> bool {
-        if (self.threshold.load(Ordering::SeqCst) as i64) < 0 {
-            return true;
-        }
+        // `head` first: when `tail` or `limit` is read later, every
+        // position below `h` has a dequeuer.
         let h = self.head.load(Ordering::SeqCst);
         let t = self.tail.load(Ordering::SeqCst) & !FINALIZED;
-        t <= h
+        // Or `limit`: every finished enqueue wrote below it.
+        t <= h || h >= self.limit.load(Ordering::SeqCst)
     }
 
     /// Removes the oldest index, or `None` when the ring is empty. Inline:
@@ -429,10 +448,12 @@ impl IndexRing {
         if self.looks_empty() {
             return None;
         }
+        #[cfg(all(test, not(loom)))]
+        pause_points::at(0);
         self.dequeue_slow(false)
     }
 
-    /// Dequeue from a finalized ring that ignores the threshold: it claims
+    /// Dequeue from a finalized ring that ignores `limit`: it claims
     /// positions until it owns the last one ever handed to a successful
     /// enqueuer, so when it returns `None` every position below the final
     /// tail has a dequeuer, and no enqueue into this ring can succeed
@@ -512,10 +533,13 @@ impl IndexRing {
             let t = self.tail.load(Ordering::SeqCst);
             if t & !FINALIZED <= h + 1 {
                 self.catchup(h + 1);
-                self.threshold.fetch_sub(1, Ordering::SeqCst);
+                #[cfg(all(test, not(loom)))]
+                pause_points::at(1);
                 return None;
             }
-            if (self.threshold.fetch_sub(1, Ordering::SeqCst) as i64) <= 0 {
+            // Our claim moved `head` to at least `h + 1`: the fast path's
+            // test without loading `head` again.
+            if h + 1 >= self.limit.load(Ordering::SeqCst) {
                 return None;
             }
         }
@@ -553,16 +577,6 @@ impl IndexRing {
         }
     }
 
-    /// Lets every dequeuer look again.
-    ///
-    /// Shared atomics are only ever written by RMWs (`swap` here): loom 0.7
-    /// can show a later RMW the value from before a plain store, which made
-    /// the `loom_rmw_loads` runs report impossible executions.
-    fn reset_threshold(&self) {
-        self.threshold
-            .swap(Self::threshold_for(self.size()), Ordering::SeqCst);
-    }
-
     /// Number of positions between `head` and `tail`: exact when no
     /// operation is in progress, except that a position an enqueuer skipped
     /// because a delayed dequeuer still held its entry counts until a pop
@@ -574,6 +588,57 @@ impl IndexRing {
             // Re-read tail so the pair is a snapshot.
             if self.tail.load(Ordering::SeqCst) == raw {
                 return self.real_tail().saturating_sub(h) as usize;
+            }
+        }
+    }
+}
+
+/// Places in `IndexRing::dequeue` where a test can hold a thread, to force
+/// the interleavings a preemption could cause there (loom cannot reach
+/// them: they need more paused threads than its models can have).
+#[cfg(all(test, not(loom)))]
+mod pause_points {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// 0: a pop past its emptiness look; 1: a pop that overran `tail` and
+    /// caught it up, about to answer "empty" (where the paper's dequeuer
+    /// decrements its threshold).
+    pub(super) const POINTS: usize = 2;
+
+    thread_local!(static HELD: Cell<bool> = const { Cell::new(false) });
+
+    /// The points of one test; tests that use them must not run at once
+    /// (they take `SERIAL`).
+    pub(super) static ARRIVED: [AtomicUsize; POINTS] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    pub(super) static RELEASED: [AtomicBool; POINTS] =
+        [AtomicBool::new(false), AtomicBool::new(false)];
+    pub(super) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Makes this thread stop at every point until the test releases it.
+    pub(super) fn hold_this_thread() {
+        HELD.with(|h| h.set(true));
+    }
+
+    /// Waits until `threads` held threads have arrived at `point`.
+    pub(super) fn wait_for(point: usize, threads: usize) {
+        while ARRIVED[point].load(Ordering::SeqCst) < threads {
+            std::thread::yield_now();
+        }
+    }
+
+    pub(super) fn reset() {
+        for k in 0..POINTS {
+            ARRIVED[k].store(0, Ordering::SeqCst);
+            RELEASED[k].store(false, Ordering::SeqCst);
+        }
+    }
+
+    pub(super) fn at(point: usize) {
+        if HELD.with(|h| h.get()) {
+            ARRIVED[point].fetch_add(1, Ordering::SeqCst);
+            while !RELEASED[point].load(Ordering::SeqCst) {
+                std::thread::yield_now();
             }
         }
     }
@@ -738,8 +803,7 @@ impl<T> Scq<T> {
     /// [`capacity`](Self::capacity) returns it exactly. Memory used is about
     /// `32 * m` bytes for values of at most 8 bytes, else `capacity *
     /// size_of::<T>() + 64 * m` bytes, where `m` is
-    /// `capacity.next_power_of_two()`, at least 64 (a smaller ring would
-    /// let a few paused threads strand a value: module docs, "Threads").
+    /// `capacity.next_power_of_two()`.
     ///
     /// # Panics
     ///
@@ -755,7 +819,7 @@ impl<T> Scq<T> {
             capacity as u64 <= MAX_CAPACITY,
             "Scq capacity {capacity} is too large (the maximum is 2^40)"
         );
-        let half = capacity.next_power_of_two().max(MIN_RING_HALF);
+        let half = capacity.next_power_of_two();
         if Self::INLINE {
             Scq {
                 aq: IndexRing::new(half, 0),
@@ -1057,7 +1121,6 @@ impl<T> Scq<T> {
                 self.0.drop_leftovers();
             }
         }
-        self.aq.reset_threshold();
         while let Some(v) = self.pop() {
             let again = Again(self);
             drop(v);
@@ -1110,7 +1173,7 @@ mod tests {
     }
 
     #[test]
-    fn empty_pops_exhaust_threshold_then_recover() {
+    fn empty_pops_leave_the_next_push_reachable() {
         let q = Scq::with_capacity(2);
         q.push(1).unwrap();
         assert_eq!(q.pop(), Some(1));
@@ -1134,6 +1197,53 @@ mod tests {
             assert_eq!(Rc::strong_count(&rc), 4);
         }
         assert_eq!(Rc::strong_count(&rc), 1);
+    }
+
+    /// The review's interleaving against the paper's threshold: pops that
+    /// passed their emptiness look while a value was there, then failed
+    /// once it was taken, are held after their failed step while another
+    /// value is pushed; then they finish. With a threshold each of them
+    /// decremented it late, and `3m` of them (3 here: capacity 1, `m = 1`)
+    /// left the new value stranded: every pop "empty", every push "full".
+    /// `limit` is a position, which late readers cannot lower. Four held
+    /// pops, one more than the threshold needed, and both layouts.
+    #[test]
+    fn pops_held_after_failed_steps_strand_no_value() {
+        fn check<V: Send + Sync + 'static + PartialEq + fmt::Debug>(make: fn(u64) -> V) {
+            use std::sync::atomic::Ordering::SeqCst;
+            use std::sync::Arc;
+            const HELD: usize = 4;
+            let _serial = pause_points::SERIAL
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            pause_points::reset();
+            let q = Arc::new(Scq::with_capacity(1));
+            q.push(make(1)).unwrap();
+            let held: Vec<_> = (0..HELD)
+                .map(|_| {
+                    let q = q.clone();
+                    std::thread::spawn(move || {
+                        pause_points::hold_this_thread();
+                        q.pop()
+                    })
+                })
+                .collect();
+            pause_points::wait_for(0, HELD);
+            assert_eq!(q.pop(), Some(make(1)));
+            pause_points::RELEASED[0].store(true, SeqCst);
+            pause_points::wait_for(1, HELD);
+            q.push(make(2)).unwrap();
+            pause_points::RELEASED[1].store(true, SeqCst);
+            for h in held {
+                assert_eq!(h.join().unwrap(), None);
+            }
+            assert_eq!(q.len(), 1);
+            assert_eq!(q.pop(), Some(make(2)), "value stranded");
+            assert_eq!(q.push(make(3)), Ok(()), "a one-slot queue, drained");
+            assert_eq!(q.pop(), Some(make(3)));
+        }
+        check(|v| v); // inline
+        check(|v| [v; 3]); // slots
     }
 
     #[test]
@@ -1198,7 +1308,7 @@ mod loom_models {
             if let Some(got) = popper.join().unwrap() {
                 assert_eq!(got, 200);
             } else {
-                ring.reset_threshold();
+                // Every enqueue has returned: no reset needed to reach it.
                 assert_eq!(
                     ring.dequeue(),
                     Some(200),

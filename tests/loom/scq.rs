@@ -211,18 +211,18 @@ fn scq_unsafe_bit_cap1_model<V: Val>(name: &str) {
     });
 }
 
-// Threshold exhaustion and catch-up: a popper keeps failing on an empty
-// capacity-1 queue (each failure decrements the threshold, overruns `tail`
-// and pulls it up) while a push lands. A pop that starts after the push
+// Limit and catch-up: a popper keeps failing on an empty capacity-1 queue
+// (each failure overruns `tail` and pulls it up, against the `limit` the
+// push raises) while a push lands. A pop that starts after the push
 // has returned (seen through `done`) must find the value: the read-only
 // empty fast path may not hide it. Preemption bound 3.
 both_layouts!(
-    scq_threshold_and_catchup_cap1,
-    scq_threshold_and_catchup_cap1_slots,
-    scq_threshold_and_catchup_cap1_model
+    scq_limit_and_catchup_cap1,
+    scq_limit_and_catchup_cap1_slots,
+    scq_limit_and_catchup_cap1_model
 );
 
-fn scq_threshold_and_catchup_cap1_model<V: Val>(name: &str) {
+fn scq_limit_and_catchup_cap1_model<V: Val>(name: &str) {
     model(name, 3, || {
         let q = Arc::new(Scq::<V>::with_capacity(1));
         let done = Arc::new(AtomicBool::new(false));
