@@ -540,6 +540,8 @@ impl IndexRing {
             // Our claim moved `head` to at least `h + 1`: the fast path's
             // test without loading `head` again.
             if h + 1 >= self.limit.load(Ordering::SeqCst) {
+                #[cfg(all(test, not(loom)))]
+                pause_points::at(1);
                 return None;
             }
         }
@@ -601,9 +603,9 @@ mod pause_points {
     use std::cell::Cell;
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    /// 0: a pop past its emptiness look; 1: a pop that overran `tail` and
-    /// caught it up, about to answer "empty" (where the paper's dequeuer
-    /// decrements its threshold).
+    /// 0: a pop past its emptiness look; 1: a pop about to answer "empty"
+    /// after a failed step (where the paper's dequeuer decrements its
+    /// threshold), having caught `tail` up or met `limit`.
     pub(super) const POINTS: usize = 2;
 
     thread_local!(static HELD: Cell<bool> = const { Cell::new(false) });
@@ -620,9 +622,16 @@ mod pause_points {
         HELD.with(|h| h.set(true));
     }
 
-    /// Waits until `threads` held threads have arrived at `point`.
+    /// Waits until `threads` held threads have arrived at `point`; panics
+    /// after a minute (a thread that went another way would never come).
     pub(super) fn wait_for(point: usize, threads: usize) {
+        let start = std::time::Instant::now();
         while ARRIVED[point].load(Ordering::SeqCst) < threads {
+            assert!(
+                start.elapsed().as_secs() < 60,
+                "{} of {threads} held threads reached point {point}",
+                ARRIVED[point].load(Ordering::SeqCst)
+            );
             std::thread::yield_now();
         }
     }
@@ -1237,8 +1246,18 @@ mod tests {
             for h in held {
                 assert_eq!(h.join().unwrap(), None);
             }
-            assert_eq!(q.len(), 1);
-            assert_eq!(q.pop(), Some(make(2)), "value stranded");
+            let ring = &q.aq;
+            let state = || {
+                format!(
+                    "head {} tail {} limit {}",
+                    ring.head.load(SeqCst),
+                    ring.tail.load(SeqCst),
+                    ring.limit.load(SeqCst)
+                )
+            };
+            assert_eq!(q.len(), 1, "{}", state());
+            let before = state();
+            assert_eq!(q.pop(), Some(make(2)), "value stranded: {before}");
             assert_eq!(q.push(make(3)), Ok(()), "a one-slot queue, drained");
             assert_eq!(q.pop(), Some(make(3)));
         }

@@ -2,7 +2,7 @@
 #![cfg(not(loom))]
 
 use scalechan::{Lscq, Scq};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
@@ -40,6 +40,8 @@ fn more_threads_per() -> usize {
 
 trait Queue<T>: Send + Sync {
     fn put(&self, v: T);
+    /// One attempt: the value back if the queue is full.
+    fn try_put(&self, v: T) -> Result<(), T>;
     fn take(&self) -> Option<T>;
 }
 
@@ -55,6 +57,9 @@ impl<T: Send> Queue<T> for Scq<T> {
             }
         }
     }
+    fn try_put(&self, v: T) -> Result<(), T> {
+        self.push(v)
+    }
     fn take(&self) -> Option<T> {
         self.pop()
     }
@@ -63,6 +68,10 @@ impl<T: Send> Queue<T> for Scq<T> {
 impl<T: Send> Queue<T> for Lscq<T> {
     fn put(&self, v: T) {
         self.push(v)
+    }
+    fn try_put(&self, v: T) -> Result<(), T> {
+        self.push(v);
+        Ok(())
     }
     fn take(&self) -> Option<T> {
         self.pop()
@@ -234,6 +243,122 @@ fn lscq_pop_finds_what_was_pushed_before_it() {
     }
     run(|v| v, |v| *v);
     run(|v| v.to_string(), |v| v.parse().unwrap());
+}
+
+/// No pop answers `None` beside a value a finished push left: with several
+/// consumers, a `None` is wrong when fewer values were taken, or are being
+/// taken by pops still running, than pushes had finished before it started
+/// (the overcount of running pops can only hide a failure, never invent
+/// one). `Scq` with one and two slots (pops outnumbering them, so they
+/// overrun `tail` and meet the dequeue `limit` all along) and `Lscq` with
+/// one- and two-value rings, in both layouts. A failure stops every thread
+/// (a stranded value would otherwise keep the others waiting for good).
+#[test]
+fn pops_answer_empty_only_when_finished_pushes_are_taken() {
+    fn run<V: Send + 'static, Q: Queue<V> + 'static>(
+        q: Q,
+        make: fn(usize) -> V,
+        back: fn(V) -> usize,
+    ) {
+        const PRODUCERS: usize = 2;
+        const CONSUMERS: usize = 4;
+        let per = n(20_000);
+        let q = Arc::new(q);
+        // Pushes finished; pops that took a value; pops running; a failure.
+        let done = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
+        let running = Arc::new(AtomicUsize::new(0));
+        let failed = Arc::new(AtomicBool::new(false));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (q, done, failed) = (q.clone(), done.clone(), failed.clone());
+                thread::spawn(move || {
+                    for i in 0..per {
+                        let mut v = make(p * per + i);
+                        while let Err(back) = q.try_put(v) {
+                            if failed.load(Ordering::SeqCst) {
+                                return;
+                            }
+                            v = back;
+                            thread::yield_now();
+                        }
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        let consumers: Vec<_> = (0..CONSUMERS)
+            .map(|_| {
+                let (q, done, taken, running, failed) = (
+                    q.clone(),
+                    done.clone(),
+                    taken.clone(),
+                    running.clone(),
+                    failed.clone(),
+                );
+                thread::spawn(move || -> Result<(), String> {
+                    let mut next = [0usize; PRODUCERS];
+                    while taken.load(Ordering::SeqCst) < PRODUCERS * per {
+                        if failed.load(Ordering::SeqCst) {
+                            return Ok(());
+                        }
+                        let finished_before = done.load(Ordering::SeqCst);
+                        running.fetch_add(1, Ordering::SeqCst);
+                        let Some(v) = q.take() else {
+                            // `running` first: a pop that moves on to
+                            // `taken` meanwhile is counted at least once.
+                            let others = running.load(Ordering::SeqCst) - 1;
+                            let took = taken.load(Ordering::SeqCst);
+                            running.fetch_sub(1, Ordering::SeqCst);
+                            if took + others < finished_before {
+                                failed.store(true, Ordering::SeqCst);
+                                return Err(format!(
+                                    "None beside {} finished pushes nobody took",
+                                    finished_before - took - others
+                                ));
+                            }
+                            thread::yield_now();
+                            continue;
+                        };
+                        // Counted as taken before it stops running.
+                        taken.fetch_add(1, Ordering::SeqCst);
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        let v = back(v);
+                        let (p, i) = (v / per, v % per);
+                        if i < next[p] {
+                            failed.store(true, Ordering::SeqCst);
+                            return Err(format!("producer {p}'s values out of order"));
+                        }
+                        next[p] = i + 1;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in producers {
+            h.join().unwrap();
+        }
+        for h in consumers {
+            h.join().unwrap().unwrap();
+        }
+        assert!(q.take().is_none());
+    }
+    // Miri: one slot only (each run costs it seconds of spinning).
+    let caps: &[usize] = if cfg!(miri) { &[1] } else { &[1, 2] };
+    for &cap in caps {
+        run(Scq::with_capacity(cap), |v| v as u64, |v| v as usize);
+        run(
+            Scq::with_capacity(cap),
+            |v| v.to_string(),
+            |v| v.parse().unwrap(),
+        );
+        run(Lscq::with_ring_capacity(cap), |v| v as u64, |v| v as usize);
+        run(
+            Lscq::with_ring_capacity(cap),
+            |v| v.to_string(),
+            |v| v.parse().unwrap(),
+        );
+    }
 }
 
 #[test]
@@ -411,13 +536,22 @@ struct Packed<Q>(Q);
 
 impl<Q: Queue<u64>> Queue<(usize, usize)> for Packed<Q> {
     fn put(&self, (p, i): (usize, usize)) {
-        self.0.put(((p as u64) << 32) | i as u64)
+        self.0.put(pack(p, i))
+    }
+    fn try_put(&self, (p, i): (usize, usize)) -> Result<(), (usize, usize)> {
+        self.0.try_put(pack(p, i)).map_err(unpack)
     }
     fn take(&self) -> Option<(usize, usize)> {
-        self.0
-            .take()
-            .map(|v| ((v >> 32) as usize, (v & 0xffff_ffff) as usize))
+        self.0.take().map(unpack)
     }
+}
+
+fn pack(p: usize, i: usize) -> u64 {
+    ((p as u64) << 32) | i as u64
+}
+
+fn unpack(v: u64) -> (usize, usize) {
+    ((v >> 32) as usize, (v & 0xffff_ffff) as usize)
 }
 
 #[test]

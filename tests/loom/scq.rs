@@ -250,6 +250,56 @@ fn scq_limit_and_catchup_cap1_model<V: Val>(name: &str) {
     });
 }
 
+// The push raises `limit` itself, racing two pops: the queue first cycles
+// three values (positions 2-4 of a two-entry ring, `limit` 5 after the
+// last raise), so the model's push lands at 5 and must move `limit` past
+// it. A pop that starts after the push returned may answer `None` only if
+// the other pop took the value, and the drain finds whatever is left.
+// Preemption bound 3.
+both_layouts!(
+    scq_push_raises_limit_two_poppers_cap1,
+    scq_push_raises_limit_two_poppers_cap1_slots,
+    scq_push_raises_limit_two_poppers_cap1_model
+);
+
+fn scq_push_raises_limit_two_poppers_cap1_model<V: Val>(name: &str) {
+    model(name, 3, || {
+        let q = Arc::new(Scq::<V>::with_capacity(1));
+        for v in 100..103 {
+            q.put(v).unwrap();
+            assert_eq!(q.take(), Some(v));
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let (q1, d1) = (q.clone(), done.clone());
+        let watcher = thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut empty_after_push = false;
+            for _ in 0..2 {
+                let pushed_before = d1.load(Ordering::Acquire);
+                let r = q1.take();
+                empty_after_push |= pushed_before && got.is_empty() && r.is_none();
+                got.extend(r);
+            }
+            (got, empty_after_push)
+        });
+        let q2 = q.clone();
+        let other = thread::spawn(move || q2.take());
+        let (q3, d3) = (q.clone(), done.clone());
+        let pusher = thread::spawn(move || {
+            q3.put(1).unwrap();
+            d3.store(true, Ordering::Release);
+        });
+        pusher.join().unwrap();
+        let (mut got, empty_after_push) = watcher.join().unwrap();
+        let other = other.join().unwrap();
+        if empty_after_push {
+            assert_eq!(other, Some(1), "a pop after a finished push saw empty");
+        }
+        got.extend(other);
+        drain_and_check(&q, got, &[1]);
+    });
+}
+
 // Two producers and one consumer on capacity 2: per-producer FIFO and
 // exactly-once with three threads. Preemption bound 3.
 both_layouts!(
