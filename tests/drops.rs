@@ -190,6 +190,100 @@ fn handles_dropped_in_either_order() {
     }
 }
 
+/// The last `Sender` and the last `Receiver` dropped at the same moment on
+/// two threads, with messages buffered: whichever drop frees the channel,
+/// each message is dropped exactly once, and before both drops returned.
+#[test]
+fn last_handles_dropped_at_once_on_two_threads() {
+    let rounds = if cfg!(miri) { 3 } else { 300 };
+    for kind in BUFFERED_KINDS {
+        for round in 0..rounds {
+            let n = kind.unwrap_or(1 + round % 70);
+            let t = Table::new(n);
+            let (tx, rx) = chan::<Tracked>(kind);
+            for id in 0..n {
+                tx.send(t.msg(id)).unwrap();
+            }
+            let start = Arc::new(std::sync::Barrier::new(2));
+            let start2 = start.clone();
+            let h = thread::spawn(move || {
+                start2.wait();
+                drop(tx);
+            });
+            start.wait();
+            drop(rx);
+            h.join().unwrap();
+            t.assert_each(0, n, 1, &format!("{kind:?} round {round}"));
+        }
+    }
+}
+
+/// A message that holds a `Sender` of its own channel and uses it from its
+/// `Drop`, which the last receiver's drain runs: the send fails (the
+/// channel is closed) and hands its value back, which is dropped right
+/// there, re-entrantly; `len`, `is_full` and a second `close` answer
+/// without deadlocking; and the `Sender` dropped inside is the channel's
+/// last one. No message is dropped twice or lost.
+struct UsesItsChannel {
+    tx: Option<Sender<UsesItsChannel>>,
+    tracked: Tracked,
+}
+
+impl Drop for UsesItsChannel {
+    fn drop(&mut self) {
+        let Some(tx) = self.tx.take() else { return };
+        let back = tx.try_send(UsesItsChannel {
+            tx: None,
+            tracked: self.tracked.table.msg(self.tracked.id + 1),
+        });
+        assert!(
+            matches!(back, Err(TrySendError::Closed(_))),
+            "a send from a drain must fail: the channel is closed"
+        );
+        let _ = (tx.len(), tx.is_full());
+        assert!(!tx.close(), "closed already, by the last receiver");
+    }
+}
+
+#[test]
+fn messages_using_their_channel_from_drop_during_the_drain() {
+    for kind in [None, Some(4), Some(40)] {
+        // Ids 0, 2, 4, ...; each sends id + 1 from its drop.
+        let n = kind.unwrap_or(8).min(8);
+        let t = Table::new(2 * n);
+        let (tx, rx) = chan::<UsesItsChannel>(kind);
+        for k in 0..n {
+            tx.send(UsesItsChannel {
+                tx: Some(tx.clone()),
+                tracked: t.msg(2 * k),
+            })
+            .unwrap();
+        }
+        // From here on every Sender is inside a message.
+        drop(tx);
+        drop(rx);
+        t.assert_each(0, 2 * n, 1, &format!("{kind:?}"));
+    }
+    // The same with the receiver's drop on another thread, racing the drop
+    // of the last outside Sender: either may find the channel's end.
+    let rounds = if cfg!(miri) { 3 } else { 300 };
+    for kind in [None, Some(2), Some(40)] {
+        for round in 0..rounds {
+            let t = Table::new(2);
+            let (tx, rx) = chan::<UsesItsChannel>(kind);
+            tx.send(UsesItsChannel {
+                tx: Some(tx.clone()),
+                tracked: t.msg(0),
+            })
+            .unwrap();
+            let h = thread::spawn(move || drop(rx));
+            drop(tx);
+            h.join().unwrap();
+            t.assert_each(0, 2, 1, &format!("{kind:?} round {round}"));
+        }
+    }
+}
+
 #[test]
 fn sends_into_closed_channel_hand_the_value_back() {
     for kind in KINDS {
