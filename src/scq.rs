@@ -530,16 +530,13 @@ impl IndexRing {
                 }
                 continue;
             }
-            let t = self.tail.load(Ordering::SeqCst);
-            if t & !FINALIZED <= h + 1 {
+            let overran = self.tail.load(Ordering::SeqCst) & !FINALIZED <= h + 1;
+            if overran {
                 self.catchup(h + 1);
-                #[cfg(all(test, not(loom)))]
-                pause_points::at(1);
-                return None;
             }
-            // Our claim moved `head` to at least `h + 1`: the fast path's
-            // test without loading `head` again.
-            if h + 1 >= self.limit.load(Ordering::SeqCst) {
+            // Or `limit`: our claim moved `head` to at least `h + 1`, so
+            // this is the fast path's test without loading `head` again.
+            if overran || h + 1 >= self.limit.load(Ordering::SeqCst) {
                 #[cfg(all(test, not(loom)))]
                 pause_points::at(1);
                 return None;
@@ -1247,17 +1244,14 @@ mod tests {
                 assert_eq!(h.join().unwrap(), None);
             }
             let ring = &q.aq;
-            let state = || {
-                format!(
-                    "head {} tail {} limit {}",
-                    ring.head.load(SeqCst),
-                    ring.tail.load(SeqCst),
-                    ring.limit.load(SeqCst)
-                )
-            };
-            assert_eq!(q.len(), 1, "{}", state());
-            let before = state();
-            assert_eq!(q.pop(), Some(make(2)), "value stranded: {before}");
+            let state = format!(
+                "head {} tail {} limit {}",
+                ring.head.load(SeqCst),
+                ring.tail.load(SeqCst),
+                ring.limit.load(SeqCst)
+            );
+            assert_eq!(q.len(), 1, "{state}");
+            assert_eq!(q.pop(), Some(make(2)), "value stranded: {state}");
             assert_eq!(q.push(make(3)), Ok(()), "a one-slot queue, drained");
             assert_eq!(q.pop(), Some(make(3)));
         }

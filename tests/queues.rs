@@ -39,24 +39,19 @@ fn more_threads_per() -> usize {
 }
 
 trait Queue<T>: Send + Sync {
-    fn put(&self, v: T);
     /// One attempt: the value back if the queue is full.
     fn try_put(&self, v: T) -> Result<(), T>;
     fn take(&self) -> Option<T>;
+    /// Retries until the value is in.
+    fn put(&self, mut v: T) {
+        while let Err(back) = self.try_put(v) {
+            v = back;
+            thread::yield_now();
+        }
+    }
 }
 
 impl<T: Send> Queue<T> for Scq<T> {
-    fn put(&self, mut v: T) {
-        loop {
-            match self.push(v) {
-                Ok(()) => return,
-                Err(back) => {
-                    v = back;
-                    thread::yield_now();
-                }
-            }
-        }
-    }
     fn try_put(&self, v: T) -> Result<(), T> {
         self.push(v)
     }
@@ -66,9 +61,6 @@ impl<T: Send> Queue<T> for Scq<T> {
 }
 
 impl<T: Send> Queue<T> for Lscq<T> {
-    fn put(&self, v: T) {
-        self.push(v)
-    }
     fn try_put(&self, v: T) -> Result<(), T> {
         self.push(v);
         Ok(())
@@ -535,9 +527,6 @@ fn send_sync_debug() {
 struct Packed<Q>(Q);
 
 impl<Q: Queue<u64>> Queue<(usize, usize)> for Packed<Q> {
-    fn put(&self, (p, i): (usize, usize)) {
-        self.0.put(pack(p, i))
-    }
     fn try_put(&self, (p, i): (usize, usize)) -> Result<(), (usize, usize)> {
         self.0.try_put(pack(p, i)).map_err(unpack)
     }
