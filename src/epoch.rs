@@ -1,6 +1,6 @@
 //! Epoch-based reclamation in domains: each channel keeps an epoch of its
-//! own (its segment list's, which a bounded channel's permit queue shares;
-//! on a 32-bit target, the collector's) and its lists reclaim their own
+//! own (its segment list's, which a bounded channel's permit queue shares)
+//! and its lists reclaim their own
 //! segments (`segment.rs`, with [`retirement_tag`], [`current`] and
 //! [`advance`]); Lscq's rings go to the collector ([`retire`]), which has a
 //! domain of its own.
@@ -43,7 +43,7 @@
 //! `e + 2` only after every thread pinned at `e` has moved on, so no pointer
 //! loaded before the unlink survives.
 
-use crate::loom::sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Arc, Mutex};
 use crate::loom::CachePadded;
 use std::cell::Cell;
@@ -88,24 +88,26 @@ const ANNOUNCE_BY_SWAP: bool = cfg!(all(
     not(miri)
 ));
 
-/// Whether every domain keeps an epoch of its own. An announcement must
-/// then name its domain beside the epoch, which takes a 64-bit word; a
-/// 32-bit target keeps one epoch for all domains (the collector's), and
-/// its announcements name none.
-const OWN_EPOCHS: bool = usize::BITS >= 64;
-
 // An announcement (a participant's slot) is 0 when unused, else: bit 0
 // (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; the next
 // `TAG_BITS`, the domain's tag (`Domain::tag`); the rest, from
-// `EPOCH_SHIFT` up, the low bits of the domain's epoch (46 of them, 30 on
-// a 32-bit target; on top, so a shift alone drops the bits above them).
-const PINNED: usize = 1;
-const WILDCARD: usize = 2;
+// `EPOCH_SHIFT` up, the low 46 bits of the domain's epoch (on top, so a
+// shift alone drops the bits above them).
+//
+// A 64-bit word on every target, so that every domain has an epoch of its
+// own there too (the crate needs 64-bit atomics anyway, for its indices).
+// A 32-bit target once kept one epoch for all domains in a `usize`
+// announcement, and then a thread preempted while pinned on one channel
+// held back the reclamation of every other: 8 threads on 2 cores, each on
+// a channel of its own, peaked at 9 597 live segments in `tests/memory.rs`
+// (i686, musl), where the limit is 256.
+const PINNED: u64 = 1;
+const WILDCARD: u64 = 2;
 /// Enough that two domains in use at once rarely share a tag (sharing one
 /// is safe: see `holds_back`), and few enough to leave 46 bits of epoch.
-const TAG_BITS: u32 = if OWN_EPOCHS { 16 } else { 0 };
+const TAG_BITS: u32 = 16;
 const EPOCH_SHIFT: u32 = 2 + TAG_BITS;
-const TAG_MASK: usize = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
+const TAG_MASK: u64 = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
 
 /// Whether the announcement `state` holds back the domain tagged `tag`
 /// from advancing past `epoch`: a wildcard always does, a pin in the domain
@@ -113,20 +115,20 @@ const TAG_MASK: usize = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
 ///
 /// A pin elsewhere whose domain shares the tag is taken for a pin in this
 /// one: at worst it holds this domain back for a while. The epochs are
-/// compared on their low 46 bits only (30 on a 32-bit target), so an epoch
-/// past that width, or a wrap, changes nothing: an announcement matches at
-/// most one of any two consecutive epochs, so a pinned thread still holds
-/// back the second advance. It could match a second time only had it
-/// loaded the epoch 2^46 advances of its domain before storing it (a
-/// thread stopped between two instructions for weeks of reclamation at
-/// full speed; on a 32-bit target, 2^30 advances of the one epoch all
-/// lists share there, minutes of it, as with the 31 bits before domains).
+/// compared on their low 46 bits only (on a 32-bit target the epoch has
+/// 32), so an epoch past that width, or a wrap, changes nothing: an
+/// announcement matches at most one of any two consecutive epochs, so a
+/// pinned thread still holds back the second advance. It could match a
+/// second time only had it loaded the epoch 2^46 advances of its domain
+/// before storing it (a thread stopped between two instructions for weeks
+/// of reclamation at full speed; on a 32-bit target, 2^32 advances of its
+/// own domain, hours of it on one channel).
 #[inline]
-fn holds_back(state: usize, tag: usize, epoch: usize) -> bool {
+fn holds_back(state: u64, tag: u64, epoch: usize) -> bool {
     state & PINNED != 0
         && (state & WILDCARD != 0
             || (state & TAG_MASK == tag
-                && state >> EPOCH_SHIFT != (epoch << EPOCH_SHIFT) >> EPOCH_SHIFT))
+                && state >> EPOCH_SHIFT != ((epoch as u64) << EPOCH_SHIFT) >> EPOCH_SHIFT))
 }
 
 /// A grace-period domain: an epoch, and what its pins announce. Each
@@ -140,15 +142,14 @@ pub(crate) struct Domain {
     epoch: AtomicUsize,
     /// What a pin announces besides the epoch: the domain's tag, and
     /// `PINNED`. Fixed at creation, so a pin spends no instruction on it.
-    announcing: usize,
+    announcing: u64,
 }
 
 /// Spreads `n` over the tag bits: the top bits of a multiplicative hash,
 /// which depend on every bit of `n`.
-fn spread(n: usize) -> usize {
-    let hash = n.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize);
-    // (No tag bits on a 32-bit target: the shift is the whole word.)
-    hash.checked_shr(usize::BITS - TAG_BITS).unwrap_or(0) << 2
+fn spread(n: usize) -> u64 {
+    let hash = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (u64::BITS - TAG_BITS)) << 2
 }
 
 /// A tag for a new domain: a count of the domains this thread has made,
@@ -157,7 +158,7 @@ fn spread(n: usize) -> usize {
 /// in use at once; a thread-local count, not a global one, so that threads
 /// making channels at once share no line.
 #[inline]
-fn fresh_tag() -> usize {
+fn fresh_tag() -> u64 {
     std::thread_local! {
         static MADE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
@@ -200,24 +201,20 @@ impl Domain {
     /// The epoch counter this domain advances and tags with.
     #[inline]
     fn counter(&self) -> &AtomicUsize {
-        if OWN_EPOCHS {
-            &self.epoch
-        } else {
-            &global().collector.epoch
-        }
+        &self.epoch
     }
 
     /// The domain's tag in announcements.
     #[inline]
-    fn tag(&self) -> usize {
+    fn tag(&self) -> u64 {
         self.announcing & TAG_MASK
     }
 
     /// What a pin in this domain announces.
     #[inline]
-    fn announcement(&self) -> usize {
+    fn announcement(&self) -> u64 {
         let epoch = self.counter().load(Ordering::Relaxed);
-        self.announcing | (epoch << EPOCH_SHIFT)
+        self.announcing | ((epoch as u64) << EPOCH_SHIFT)
     }
 }
 
@@ -225,7 +222,7 @@ impl Domain {
 struct Local {
     /// The outermost pin's announcement (0 when not pinned), or the
     /// wildcard once a pin in another domain nests inside it.
-    state: CachePadded<AtomicUsize>,
+    state: CachePadded<AtomicU64>,
     in_use: AtomicBool,
     /// How deeply the owning thread is pinned. Only the thread that claimed
     /// `in_use` touches it and `outer` (plain `Cell`s: no atomics, and no
@@ -249,7 +246,7 @@ unsafe impl Send for Local {}
 impl Local {
     fn new() -> Self {
         Local {
-            state: CachePadded::new(AtomicUsize::new(0)),
+            state: CachePadded::new(AtomicU64::new(0)),
             in_use: AtomicBool::new(true),
             depth: Cell::new(0),
             outer: Cell::new(ptr::null()),
@@ -282,7 +279,7 @@ impl Local {
     /// Stores `word` as the announcement, ordered before every load that
     /// follows.
     #[inline]
-    fn announce(&self, word: usize) {
+    fn announce(&self, word: u64) {
         // The announcement must be ordered before every pointer load of
         // the critical section (a store-load barrier), pairing with the
         // fence in `try_advance`. And it must be a Release: a collector
@@ -325,8 +322,7 @@ impl Local {
 }
 
 struct Global {
-    /// The domain of the collector ([`retire`]); on a 32-bit target, the
-    /// epoch of every domain.
+    /// The domain of the collector ([`retire`]).
     collector: Domain,
     /// Every participant ever registered (reused, never removed). Under a
     /// lock: as a lock-free stack it measured nothing on the 2 cores and

@@ -762,6 +762,12 @@ unsafe fn from_bits<T>(bits: u64) -> T {
 /// in the ring's 128-bit entries; larger values live in a slot array whose
 /// free slot numbers circulate through a second ring.
 ///
+/// Lock-free where the target has a 128-bit compare-and-swap (x86-64 with
+/// `cmpxchg16b`, detected at run time; AArch64). Elsewhere, 32-bit targets
+/// among them, `portable-atomic`'s fallback updates the entries under
+/// short internal locks: still correct (the test suite passes on i686),
+/// no longer lock-free.
+///
 /// ```
 /// use scalechan::Scq;
 ///
@@ -813,7 +819,8 @@ impl<T> Scq<T> {
     ///
     /// # Panics
     ///
-    /// If `capacity` is 0 or larger than 2^40.
+    /// If `capacity` is 0 or larger than 2^40, or (on a 32-bit target) if
+    /// the rings for it would not fit in the address space.
     ///
     /// ```
     /// let q = scalechan::Scq::<String>::with_capacity(3);
@@ -825,7 +832,19 @@ impl<T> Scq<T> {
             capacity as u64 <= MAX_CAPACITY,
             "Scq capacity {capacity} is too large (the maximum is 2^40)"
         );
-        let half = capacity.next_power_of_two();
+        // On a 32-bit target the rounding up can overflow below 2^40, and
+        // a ring's `2 * half` 16-byte entries outgrow the address space
+        // sooner still: both are "too large" here, not an empty ring
+        // found deeper (which panicked with an index out of bounds).
+        let half = capacity
+            .checked_next_power_of_two()
+            .filter(|&half| {
+                half.checked_mul(2 * mem::size_of::<AtomicU128>())
+                    .is_some_and(|bytes| bytes <= isize::MAX as usize)
+            })
+            .unwrap_or_else(|| {
+                panic!("Scq capacity {capacity} is too large for this target's address space")
+            });
         if Self::INLINE {
             Scq {
                 aq: IndexRing::new(half, 0),
