@@ -1201,7 +1201,7 @@ fn one_recv_case_each_form() {
     h.join().unwrap();
 }
 
-/// Sends: room, full (default, timed default: the value is dropped after
+/// Sends: room, full (default, timed default: the value is dropped before
 /// the default arm's body, once), closed (the case, with the value back).
 #[test]
 fn one_send_case_each_form() {
@@ -1229,8 +1229,8 @@ fn one_send_case_each_form() {
         };
         assert_eq!(
             in_body,
-            usize::from(timed),
-            "dropped after the default's body"
+            1 + usize::from(timed),
+            "dropped before the default's body"
         );
         assert_eq!(drops.load(Ordering::Relaxed), 1 + usize::from(timed));
     }
@@ -1293,4 +1293,134 @@ fn one_case_evaluation_order_and_temporaries() {
         default(MS) => None,
     };
     assert_eq!(got, None);
+}
+
+/// A body may reassign or move any case's operand: every case is over
+/// before it runs. Go turns a case off by setting its channel to nil; here
+/// `rx = never()`. crossbeam-channel's `select!` allows both forms.
+#[test]
+fn arm_bodies_may_reassign_or_move_operands() {
+    // A drained, closed case turned off; the loop goes on with the other.
+    let (tx, mut rx) = unbounded::<i32>();
+    let (done_tx, done) = unbounded::<()>();
+    tx.send(1).unwrap();
+    drop(tx);
+    let mut got = vec![];
+    loop {
+        select! {
+            recv(rx) -> m => match m {
+                Ok(v) => got.push(v),
+                Err(_) => {
+                    rx = never();
+                    done_tx.send(()).unwrap();
+                }
+            },
+            recv(done) -> _ => break,
+        }
+    }
+    assert_eq!(got, [1]);
+    // The last Sender moved out in its own case's body.
+    let (tx, rx) = bounded::<i32>(1);
+    let (tx2, _rx2) = bounded::<i32>(0);
+    let sent = select! {
+        send(tx, 5) -> r => {
+            drop(tx);
+            r.is_ok()
+        }
+        send(tx2, 6) -> _ => false,
+    };
+    assert!(sent);
+    assert_eq!(rx.recv(), Ok(5));
+    assert!(rx.recv().is_err(), "the moved Sender was the last one");
+    // And in a default arm.
+    let (tx, mut rx) = bounded::<i32>(0);
+    let (_tx2, rx2) = bounded::<i32>(0);
+    let r = select! {
+        recv(rx) -> _ => 0,
+        recv(rx2) -> _ => 1,
+        default => {
+            rx = never();
+            drop(tx);
+            2
+        }
+    };
+    assert_eq!(r, 2);
+    assert!(rx.try_recv().is_err());
+}
+
+/// Unchosen send values are dropped once each, before the chosen body
+/// runs, also when that body (or a `Select` handler) panics, and with more
+/// cases than the builder keeps on the stack.
+#[test]
+fn unsent_values_dropped_before_the_body_also_when_it_panics() {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    struct Counted(Arc<AtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let count = || drops.load(Ordering::Relaxed);
+    // Nobody receives here: these send cases are never ready.
+    let (full, _keep) = bounded::<Counted>(0);
+    let (ready_tx, ready) = unbounded::<i32>();
+
+    ready_tx.send(1).unwrap();
+    let in_body = select! {
+        send(full, Counted(drops.clone())) -> _ => unreachable!(),
+        send(full, Counted(drops.clone())) -> _ => unreachable!(),
+        send(full, Counted(drops.clone())) -> _ => unreachable!(),
+        send(full, Counted(drops.clone())) -> _ => unreachable!(),
+        send(full, Counted(drops.clone())) -> _ => unreachable!(),
+        recv(ready) -> m => {
+            assert_eq!(m, Ok(1));
+            count()
+        }
+    };
+    assert_eq!(in_body, 5, "dropped before the body");
+    assert_eq!(count(), 5);
+
+    ready_tx.send(2).unwrap();
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        select! {
+            send(full, Counted(drops.clone())) -> _ => unreachable!(),
+            send(full, Counted(drops.clone())) -> _ => unreachable!(),
+            send(full, Counted(drops.clone())) -> _ => unreachable!(),
+            send(full, Counted(drops.clone())) -> _ => unreachable!(),
+            send(full, Counted(drops.clone())) -> _ => unreachable!(),
+            recv(ready) -> _ => panic!("in the body"),
+        }
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(count(), 10);
+
+    // The builder, six send cases (past the four it keeps on the stack):
+    // dropped before the handler runs, and when it panics.
+    ready_tx.send(3).unwrap();
+    let select = (0..6).fold(Select::new(), |select, _| {
+        select.send(&full, Counted(drops.clone()), |_| unreachable!())
+    });
+    assert_eq!(select.recv(&ready, |_| count()).wait(), 16);
+    ready_tx.send(3).unwrap();
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        let mut select = Select::new();
+        for _ in 0..6 {
+            select = select.send(&full, Counted(drops.clone()), |_| unreachable!());
+        }
+        select
+            .recv(&ready, |_| -> () { panic!("in the handler") })
+            .wait()
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(count(), 22);
+
+    // Running out of time with six send cases and a receive: all six
+    // values come back to be dropped, once.
+    let select = (0..6).fold(Select::new(), |select, _| {
+        select.send(&full, Counted(drops.clone()), |_| unreachable!())
+    });
+    let timed_out: Option<()> = select.recv(&ready, |_| unreachable!()).wait_timeout(2 * MS);
+    assert!(timed_out.is_none());
+    assert_eq!(count(), 28);
 }

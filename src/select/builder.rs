@@ -46,7 +46,7 @@ impl<'a, T, R, F: FnOnce(Result<(), SendError<T>>) -> R> Arm<'a, R> for SendArm<
 /// A select assembled at run time: any number of receive and send cases,
 /// over channels of any element types, each with a handler. Exactly one
 /// case completes and its handler runs; the values of send cases that were
-/// not chosen are dropped with the `Select`, never sent.
+/// not chosen are dropped before it runs, never sent.
 ///
 /// [`select!`](crate::select!) is the same with a fixed set of cases and no
 /// heap allocation; `Select` allocates one box per case.
@@ -208,7 +208,10 @@ impl<'a, R> Select<'a, R> {
                 super::run(&mut cases, order, block, limit)
             }
         }?;
-        Some(self.arms.swap_remove(index).fire())
+        let chosen = self.arms.swap_remove(index);
+        // The other cases' unsent values go first, as `select!`'s do.
+        self.arms.clear();
+        Some(chosen.fire())
     }
 }
 

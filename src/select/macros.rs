@@ -21,9 +21,10 @@
 /// and every send value is evaluated exactly once, on entry, in source
 /// order, whichever case is chosen; a `default(timeout)` after them. Ready
 /// cases are chosen with equal probability. A send case that is not chosen
-/// sends nothing: its value is dropped as the `select!` ends, after the
-/// chosen arm's body (or as a `break`, `continue`, `return` or `?` in that
-/// body leaves it). A case on a closed channel is ready
+/// sends nothing: its value is dropped once the select has decided, before
+/// the chosen arm's body runs. Every case is over by then, so the body may
+/// reassign or move any operand (`rx = never()` to turn a case off, as Go
+/// sets a channel to `nil`; `drop(tx)`). A case on a closed channel is ready
 /// (with an error). Without a default arm, `select!` blocks until a case
 /// completes. With `default(timeout)`, the timeout counts from when the
 /// select starts to wait: a case ready at once completes without a clock
@@ -185,7 +186,7 @@ macro_rules! __select_internal {
         let (block, limit) = $crate::__select_internal!(@mode $default);
         let index = $crate::select::run(&mut [], &mut [], block, limit);
         let _ = index;
-        $crate::__select_internal!(@dispatch index () [] $default)
+        $crate::__select_internal!(@dispatch index () [] [] $default)
     }};
     (@bind [$(($kind:ident $case:ident $res:tt $body:tt))+] [] $default:tt) => {{
         let (block, limit) = $crate::__select_internal!(@mode $default);
@@ -194,7 +195,7 @@ macro_rules! __select_internal {
             let mut cases = [$(&mut $case as &mut dyn $crate::select::Case),+];
             $crate::select::run(&mut cases, &mut order, block, limit)
         };
-        $crate::__select_internal!(@dispatch index (0) [$(($kind $case $res $body))+] $default)
+        $crate::__select_internal!(@dispatch index (0) [$($case)+] [$(($kind $case $res $body))+] $default)
     }};
 
     (@one_recv $rx:ident ($res:pat) ($body:expr) []) => {{
@@ -235,9 +236,8 @@ macro_rules! __select_internal {
         )
     };
     // A send with a default: the case's result, or the value back for the
-    // default arm. The value the channel did not take is dropped after the
-    // default arm's body (or as a `break` in it leaves), as in a select of
-    // many.
+    // default arm. The value the channel did not take is dropped before the
+    // default arm's body, as in a select of many.
     (@one_sent ($outcome:expr) ($res:pat) ($body:expr) ($default:expr)) => {
         match $outcome {
             ::core::result::Result::Ok(result) => {
@@ -245,7 +245,7 @@ macro_rules! __select_internal {
                 $body
             }
             ::core::result::Result::Err(unsent) => {
-                let _unsent = unsent;
+                ::core::mem::drop(unsent);
                 $default
             }
         }
@@ -262,26 +262,24 @@ macro_rules! __select_internal {
     };
 
     // ------------------------------------------------------------ dispatch
-    (@dispatch $index:ident ($($n:tt)*) [(recv $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
+    // `[$($all)*]`: every case, dropped (in source order) before the body
+    // runs, which ends their borrows of the operands: a body may then
+    // reassign or move any of them, as crossbeam-channel's allow.
+    (@dispatch $index:ident ($($n:tt)*) [$($all:ident)*] [($kind:ident $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
         if $index == ::core::option::Option::Some($($n)*) {
-            let $res = $case.take_result();
+            let result = $case.take_result();
+            $(::core::mem::drop($all);)*
+            let $res = result;
             $body
         } else {
-            $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
+            $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($all)*] [$($rest)*] $default)
         }
     };
-    (@dispatch $index:ident ($($n:tt)*) [(send $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
-        if $index == ::core::option::Option::Some($($n)*) {
-            let $res = $case.take_result();
-            $body
-        } else {
-            $crate::__select_internal!(@dispatch $index ($($n)* + 1) [$($rest)*] $default)
-        }
-    };
-    (@dispatch $index:ident $n:tt [] [$when:tt ($body:expr)]) => {
+    (@dispatch $index:ident $n:tt [$($all:ident)*] [] [$when:tt ($body:expr)]) => {{
+        $(::core::mem::drop($all);)*
         $body
-    };
-    (@dispatch $index:ident $n:tt [] []) => {
+    }};
+    (@dispatch $index:ident $n:tt [$($all:ident)*] [] []) => {
         ::core::unreachable!("select!: no case completed")
     };
 }

@@ -7,9 +7,9 @@
 //! reads the clock only if it must wait).
 //!
 //! The macro's rules for one case call these. A send whose value the
-//! channel did not take hands it back as `Err`, for the macro to drop after
-//! the default arm's body, as a send case that is not chosen drops its
-//! value.
+//! channel did not take hands it back as `Err`, for the macro to drop
+//! before the default arm's body, as a send case that is not chosen drops
+//! its value.
 
 use crate::channel::{Receiver, Sender};
 use crate::error::{
