@@ -60,6 +60,8 @@ fn tick_on_the_grid_without_backlog() {
     let woke = Instant::now();
     let stale = rx.recv().unwrap();
     let next = rx.recv().unwrap();
+    // The stale tick is the first one missed, as Go's buffered tick was.
+    assert_eq!(stale, first + period, "the stale tick is the first missed");
     assert!(next > stale);
     // A backlog would deliver `stale + period`, 11 periods before `woke`;
     // without one, `next` is a grid point less than a period before the
