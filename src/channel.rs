@@ -6,6 +6,7 @@ use crate::segment_chan::Channel;
 use crate::timer::Timer;
 use crate::{Fail, Wait};
 use std::fmt;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::time::{Duration, Instant};
 
 mod shared;
@@ -109,6 +110,18 @@ pub struct Sender<T> {
 pub struct Receiver<T> {
     flavor: Flavor<T>,
 }
+
+// No operation runs the caller's code while a cell or count is mid-change:
+// a message's own `Drop` runs only where the channel is done with it (the
+// last `Receiver`'s drain, an unsent select value), and a select's arm
+// after the select has completed. So a panic cannot leave a channel
+// inconsistent, and the handles may cross `catch_unwind`, as std's and
+// crossbeam-channel's do (without these, the segment list's `UnsafeCell`s
+// made them neither).
+impl<T> UnwindSafe for Sender<T> {}
+impl<T> RefUnwindSafe for Sender<T> {}
+impl<T> UnwindSafe for Receiver<T> {}
+impl<T> RefUnwindSafe for Receiver<T> {}
 
 /// What a [`Receiver`] receives from.
 pub(crate) enum Flavor<T> {

@@ -57,6 +57,7 @@ use crate::loom::sync::Mutex;
 use crate::loom::CachePadded;
 use crate::scq::Scq;
 use std::fmt;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::ptr;
 use std::sync::{Arc, Weak};
 
@@ -178,6 +179,12 @@ pub struct Lscq<T> {
 unsafe impl<T: Send> Send for Lscq<T> {}
 // SAFETY: as above; `&Lscq<T>` never gives out `&T`.
 unsafe impl<T: Send> Sync for Lscq<T> {}
+
+// As for `Scq`: no operation calls the caller's code midway, so a panic
+// cannot leave the queue half-changed (crossbeam-queue's `SegQueue` says
+// the same).
+impl<T> UnwindSafe for Lscq<T> {}
+impl<T> RefUnwindSafe for Lscq<T> {}
 
 impl<T> Default for Lscq<T> {
     fn default() -> Self {

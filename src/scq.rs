@@ -111,6 +111,7 @@ use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::{take_index, CachePadded, RaceBackoff};
 use std::fmt;
 use std::mem::{self, ManuallyDrop, MaybeUninit};
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::ptr;
 
 /// Set in an index ring's `tail` once the ring is finalized (LSCQ): every
@@ -804,6 +805,12 @@ pub struct Scq<T> {
 unsafe impl<T: Send> Send for Scq<T> {}
 // SAFETY: as above; `&Scq<T>` never gives out `&T`.
 unsafe impl<T: Send> Sync for Scq<T> {}
+
+// A push or pop moves a value in or out whole and calls no code of the
+// caller's, so a panic elsewhere cannot leave a queue half-changed (as for
+// crossbeam-queue's `ArrayQueue`): usable from `catch_unwind` closures.
+impl<T> UnwindSafe for Scq<T> {}
+impl<T> RefUnwindSafe for Scq<T> {}
 
 impl<T> Scq<T> {
     /// See [`stores_inline`].

@@ -1701,6 +1701,17 @@ fn send_sync_static_assertions() {
     assert_clone::<Receiver<Opaque>>();
     assert_unpin::<Sender<i32>>();
     assert_unpin::<Receiver<i32>>();
+    // Usable inside `catch_unwind`, as std's and crossbeam-channel's
+    // handles are, whatever the message type.
+    fn assert_unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    assert_unwind_safe::<Sender<std::cell::Cell<i32>>>();
+    assert_unwind_safe::<Receiver<std::cell::Cell<i32>>>();
+    assert_unwind_safe::<scalechan::Iter<'static, i32>>();
+    assert_unwind_safe::<scalechan::TryIter<'static, i32>>();
+    let (tx, rx) = scalechan::unbounded::<i32>();
+    let sent = std::panic::catch_unwind(|| tx.send(1)).unwrap();
+    assert_eq!(sent, Ok(()));
+    assert_eq!(std::panic::catch_unwind(|| rx.recv()).unwrap(), Ok(1));
     // `T: Send` is enough, as in std and crossbeam: the handles are Sync
     // even for a `!Sync` message type.
     assert_send::<Sender<std::cell::Cell<i32>>>();

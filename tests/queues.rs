@@ -513,6 +513,10 @@ fn send_sync_debug() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Scq<String>>();
     assert_send_sync::<Lscq<String>>();
+    // Usable inside `catch_unwind`, as crossbeam-queue's queues are.
+    fn assert_unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe>() {}
+    assert_unwind_safe::<Scq<std::cell::Cell<i32>>>();
+    assert_unwind_safe::<Lscq<std::cell::Cell<i32>>>();
     let q = Scq::with_capacity(2);
     q.push(1).unwrap();
     assert!(format!("{q:?}").contains("len: 1"));
