@@ -2082,3 +2082,77 @@ fn huge_representable_deadlines_while_parked() {
         }
     }
 }
+
+/// Channels, selects, timers and queues used from a thread-local's
+/// destructor that runs after the crate's own thread-locals are gone
+/// (crossbeam-channel's `thread_locals.rs`, extended): nothing panics,
+/// blocking operations still park and wake, timed ones still time out.
+#[test]
+fn operations_in_a_thread_local_destructor() {
+    use std::cell::RefCell;
+    struct AtExit(RefCell<Option<(Sender<u32>, Receiver<u32>)>>);
+    impl Drop for AtExit {
+        fn drop(&mut self) {
+            let Some((to_main, from_main)) = self.0.borrow_mut().take() else {
+                return;
+            };
+            // A rendezvous both ways with the main thread: this thread parks.
+            assert_eq!(from_main.recv(), Ok(1));
+            to_main.send(2).unwrap();
+            // Timed waits that run out.
+            let (_tx, rx) = bounded::<u32>(0);
+            assert!(rx.recv_timeout(Duration::from_millis(5)).is_err());
+            let r = scalechan::select! {
+                recv(rx) -> _ => 0,
+                recv(scalechan::after(Duration::from_millis(2))) -> _ => 1,
+                default(Duration::from_secs(10)) => 2,
+            };
+            assert_eq!(r, 1);
+            // Enough traffic to retire and reclaim segments here (every
+            // fourth of 32 cells).
+            let n: u32 = if cfg!(miri) { 200 } else { 1000 };
+            for kind in KINDS {
+                let (tx, rx) = chan::<u32>(kind);
+                let h = thread::spawn(move || (0..n).map(|_| rx.recv().unwrap()).sum::<u32>());
+                for i in 0..n {
+                    tx.send(i).unwrap();
+                }
+                assert_eq!(h.join().unwrap(), n * (n - 1) / 2);
+            }
+            let q = scalechan::Lscq::with_ring_capacity(2);
+            for i in 0..100 {
+                q.push(i);
+            }
+            assert_eq!((0..100).map(|_| q.pop().unwrap()).sum::<u32>(), 4950);
+            to_main.send(3).unwrap();
+        }
+    }
+    thread_local! {
+        static AT_EXIT: AtExit = const { AtExit(RefCell::new(None)) };
+    }
+    let (to_thread, from_main) = bounded::<u32>(0);
+    let (to_main, from_thread) = bounded::<u32>(0);
+    let h = thread::spawn(move || {
+        // Registered first, so destroyed after the crate's thread-locals,
+        // which the traffic below creates.
+        AT_EXIT.with(|a| *a.0.borrow_mut() = Some((to_main.clone(), from_main.clone())));
+        to_main.send(0).unwrap();
+        assert_eq!(from_main.recv(), Ok(0));
+        let (_keep, idle) = bounded::<u32>(0);
+        let r = scalechan::select! {
+            recv(idle) -> m => m,
+            default(Duration::from_millis(1)) => Ok(9),
+        };
+        assert_eq!(r, Ok(9));
+    });
+    // Bounded waits: a failure on the other thread must fail the test,
+    // not hang it.
+    let limit = Duration::from_secs(60);
+    assert_eq!(from_thread.recv_timeout(limit), Ok(0));
+    to_thread.send_timeout(0, limit).unwrap();
+    // Now in the destructor.
+    to_thread.send_timeout(1, limit).unwrap();
+    assert_eq!(from_thread.recv_timeout(limit), Ok(2));
+    assert_eq!(from_thread.recv_timeout(limit), Ok(3));
+    h.join().unwrap();
+}
