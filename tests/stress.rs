@@ -9,7 +9,7 @@ use scalechan::{
     bounded, unbounded, Receiver, RecvTimeoutError, SendTimeoutError, Sender, TryRecvError,
     TrySendError,
 };
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -873,28 +873,34 @@ fn channel_through_channel() {
 fn linearizable_send_then_try_recv() {
     // crossbeam's `linearizable`: each thread sends one message and then
     // try_recv must find one, since at least as many messages are in the
-    // channel as threads inside try_recv.
-    const THREADS: usize = 4;
-    let n = scaled(20_000);
-    for kind in [None, Some(THREADS)] {
-        let (tx, rx) = chan::<()>(kind);
-        let hs: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let tx = tx.clone();
-                let rx = rx.clone();
-                thread::spawn(move || {
-                    for _ in 0..n {
-                        tx.send(()).unwrap();
-                        assert_eq!(rx.try_recv(), Ok(()), "{kind:?}");
-                    }
+    // channel as threads inside try_recv. With `()` (a count, no cells)
+    // and with `u64` (the cells and their fast paths: the deposit at the
+    // cursor, the take at the cursor and the backlog hint).
+    fn run<T: Default + Send + 'static>(kinds: &[Option<usize>]) {
+        const THREADS: usize = 4;
+        let n = scaled(20_000);
+        for &kind in kinds {
+            let (tx, rx) = chan::<T>(kind);
+            let hs: Vec<_> = (0..THREADS)
+                .map(|_| {
+                    let tx = tx.clone();
+                    let rx = rx.clone();
+                    thread::spawn(move || {
+                        for _ in 0..n {
+                            tx.send(T::default()).unwrap();
+                            assert!(rx.try_recv().is_ok(), "{kind:?}");
+                        }
+                    })
                 })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert!(rx.is_empty());
         }
-        assert!(rx.is_empty());
     }
+    run::<()>(&[None, Some(4)]);
+    run::<u64>(&[None, Some(4), Some(64)]);
 }
 
 /// The mirror of `linearizable_send_then_try_recv` for `Full`: one sender
@@ -1130,5 +1136,49 @@ struct Token(Arc<AtomicUsize>);
 impl Drop for Token {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One producer, one consumer polling with `try_recv`: the consumer never
+/// hears `Empty` while a send that finished before its call is still
+/// unreceived (it is the only consumer, so that message is in the
+/// channel), gets the messages in order, and hears `Closed` only once it
+/// has them all. On the cells' fast paths: the deposit at the cursor, and
+/// the take at the cursor with the backlog hint a polling consumer sets.
+#[test]
+fn polling_consumer_hears_empty_only_when_all_finished_sends_are_taken() {
+    let n = scaled(100_000) as u64;
+    for kind in [None, Some(1024), Some(10), Some(1)] {
+        let (tx, rx) = chan::<u64>(kind);
+        let finished = Arc::new(AtomicU64::new(0));
+        let producer = {
+            let finished = finished.clone();
+            thread::spawn(move || {
+                for i in 0..n {
+                    tx.send(i).unwrap();
+                    finished.store(i + 1, Ordering::SeqCst);
+                }
+            })
+        };
+        let mut next = 0;
+        loop {
+            let done = finished.load(Ordering::SeqCst);
+            match rx.try_recv() {
+                Ok(v) => {
+                    assert_eq!(v, next, "{kind:?}: out of order");
+                    next += 1;
+                }
+                Err(TryRecvError::Empty) => assert!(
+                    next >= done,
+                    "{kind:?}: Empty with {} finished sends not received",
+                    done - next
+                ),
+                Err(TryRecvError::Closed) => {
+                    assert_eq!(next, n, "{kind:?}: Closed before the last message");
+                    break;
+                }
+            }
+        }
+        producer.join().unwrap();
     }
 }
