@@ -1,9 +1,8 @@
 //! Epoch-based reclamation in domains: each channel keeps an epoch of its
 //! own (its segment list's, which a bounded channel's permit queue shares)
-//! and its lists reclaim their own
-//! segments (`segment.rs`, with [`retirement_tag`], [`current`] and
-//! [`advance`]); Lscq's rings go to the collector ([`retire`]), which has a
-//! domain of its own.
+//! and its lists reclaim their own segments (`segment.rs`, with
+//! [`retirement_tag`], [`current`] and [`advance`]); Lscq's rings go to the
+//! collector ([`retire`]), which has a domain of its own.
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
 //! loom can check it in a few hundred iterations (crossbeam-epoch's own loom
@@ -135,7 +134,8 @@ fn holds_back(state: u64, tag: u64, epoch: usize) -> bool {
 /// segment list has one (a pin on one list then leaves the others free to
 /// reclaim); Lscq's rings share the collector's.
 pub(crate) struct Domain {
-    /// Every pin in the domain reads it, and only an advance writes it.
+    /// The epoch the domain advances and tags retirements with. Every pin
+    /// in the domain reads it, and only an advance writes it.
     /// Not padded: a segment list sits inside its channel, and padding
     /// here took the channel past the 1 KiB of glibc's small requests
     /// (see `crate::loom::CachePadded`).
@@ -198,12 +198,6 @@ impl Domain {
         }
     }
 
-    /// The epoch counter this domain advances and tags with.
-    #[inline]
-    fn counter(&self) -> &AtomicUsize {
-        &self.epoch
-    }
-
     /// The domain's tag in announcements.
     #[inline]
     fn tag(&self) -> u64 {
@@ -213,7 +207,7 @@ impl Domain {
     /// What a pin in this domain announces.
     #[inline]
     fn announcement(&self) -> u64 {
-        let epoch = self.counter().load(Ordering::Relaxed);
+        let epoch = self.epoch.load(Ordering::Relaxed);
         self.announcing | ((epoch as u64) << EPOCH_SHIFT)
     }
 }
@@ -568,7 +562,7 @@ pub(crate) fn retirement_tag(domain: &Domain) -> usize {
     // the tag is never older than the last epoch in which a thread could have
     // loaded the pointer.
     fence(Ordering::SeqCst);
-    domain.counter().load(Ordering::Relaxed)
+    domain.epoch.load(Ordering::Relaxed)
 }
 
 /// The epoch of `domain` now: an object tagged (by [`retirement_tag`]) two
@@ -578,7 +572,7 @@ pub(crate) fn retirement_tag(domain: &Domain) -> usize {
 pub(crate) fn current(domain: &Domain) -> usize {
     // Acquire: as in `advance`, pairs with the advance (Release) that saw
     // the critical sections it waited for end.
-    domain.counter().load(Ordering::Acquire)
+    domain.epoch.load(Ordering::Acquire)
 }
 
 /// Tries to advance the epoch of `domain` and returns it: an object tagged
@@ -587,7 +581,7 @@ pub(crate) fn advance(domain: &Domain) -> usize {
     try_advance(domain);
     // Acquire: as in `collect`, pairs with the advance (ours or another
     // thread's, Release) that saw the critical sections it waited for end.
-    domain.counter().load(Ordering::Acquire)
+    domain.epoch.load(Ordering::Acquire)
 }
 
 /// Tries to advance the collector's epoch, then frees what has outlived its
@@ -601,7 +595,7 @@ pub(crate) fn collect() {
     // lock, a concurrent retire could push a tag of `now + 1` into the very
     // bag this collection empties.) A bag skipped because two advances came
     // between collections is emptied three advances later: late, never early.
-    let now = global.collector.counter().load(Ordering::Acquire);
+    let now = global.collector.epoch.load(Ordering::Acquire);
     // Run under the lock, so collecting allocates nothing; deferred frees
     // only return memory (they never retire or collect). An entry the wrap
     // put in this bag too young stays for the bag's next turn.
@@ -619,7 +613,7 @@ pub(crate) fn collect() {
 }
 
 fn try_advance(domain: &Domain) {
-    let counter = domain.counter();
+    let counter = &domain.epoch;
     let epoch = counter.load(Ordering::Relaxed);
     // Pairs with the fence in `pin`: either we see a participant's
     // announcement, or it sees this epoch (or a later one) and so cannot
@@ -685,7 +679,7 @@ mod tests {
             // Freed read before the epoch: a free seen here happened at an
             // epoch no later than the one read next.
             let freed = FREED.load(Ordering::SeqCst) > before;
-            let now = global().collector.counter().load(Ordering::SeqCst);
+            let now = global().collector.epoch.load(Ordering::SeqCst);
             if freed {
                 assert!(
                     now.wrapping_sub(tag) as isize >= 2,
@@ -705,7 +699,7 @@ mod tests {
     #[test]
     fn retired_objects_are_freed_after_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let epoch = || global().collector.counter().load(Ordering::SeqCst);
+        let epoch = || global().collector.epoch.load(Ordering::SeqCst);
         let before = FREED.load(Ordering::Relaxed);
         // The retirement's tag is at least this epoch.
         let oldest_tag = epoch();
@@ -724,20 +718,17 @@ mod tests {
     #[test]
     fn retirement_across_the_wrap_waits_two_advances() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        let epoch = || global().collector.counter().load(Ordering::SeqCst);
+        let epoch = || global().collector.epoch.load(Ordering::SeqCst);
         // Pinned one epoch behind, this thread holds the epoch at
         // `usize::MAX` while the object retires there, so the collection
         // in `retire` empties bag `(MAX + 1) % 3 = 0`, the object's own
         // (`MAX % 3 = 0`), at age 0.
         global()
             .collector
-            .counter()
+            .epoch
             .store(usize::MAX - 1, Ordering::SeqCst);
         let guard = pin_collector();
-        global()
-            .collector
-            .counter()
-            .store(usize::MAX, Ordering::SeqCst);
+        global().collector.epoch.store(usize::MAX, Ordering::SeqCst);
         let before = FREED.load(Ordering::Relaxed);
         let tag = epoch();
         let p = Box::into_raw(Box::new(9u64)) as *mut ();
@@ -752,12 +743,12 @@ mod tests {
     fn pinned_thread_blocks_freeing() {
         let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let guard = pin_collector();
-        let start = global().collector.counter().load(Ordering::Relaxed);
+        let start = global().collector.epoch.load(Ordering::Relaxed);
         for _ in 0..8 {
             collect();
         }
         // Pinned at `start` (or one before): the epoch cannot run two ahead.
-        let now = global().collector.counter().load(Ordering::Relaxed);
+        let now = global().collector.epoch.load(Ordering::Relaxed);
         assert!(
             now.wrapping_sub(start) <= 1,
             "epoch ran ahead of a pinned thread"

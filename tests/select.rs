@@ -9,6 +9,15 @@ use std::time::{Duration, Instant};
 
 const MS: Duration = Duration::from_millis(1);
 
+/// A value that counts its drops (for unsent send-case values).
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 #[test]
 fn recv_ready() {
     let (tx, rx) = unbounded();
@@ -250,12 +259,6 @@ fn references_and_evaluation_order() {
 
 #[test]
 fn unchosen_send_values_dropped_once() {
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let drops = Arc::new(AtomicUsize::new(0));
     let (tx0, _rx0) = bounded::<Counted>(0);
     let (tx1, rx1) = unbounded::<i32>();
@@ -957,12 +960,6 @@ fn a_spent_send_case_is_refused() {
 fn a_case_dropped_with_its_value_drops_it_once() {
     use scalechan::select::{run, Case, Limit, RecvCase, SendCase};
     let drops = Arc::new(AtomicUsize::new(0));
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let mut order = [0];
     // Received by the try pass, and by a parked select a sender completed.
     for parked in [false, true] {
@@ -1354,12 +1351,6 @@ fn arm_bodies_may_reassign_or_move_operands() {
 #[test]
 fn unsent_values_dropped_before_the_body_also_when_it_panics() {
     use std::panic::{catch_unwind, AssertUnwindSafe};
-    struct Counted(Arc<AtomicUsize>);
-    impl Drop for Counted {
-        fn drop(&mut self) {
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let drops = Arc::new(AtomicUsize::new(0));
     let count = || drops.load(Ordering::Relaxed);
     // Nobody receives here: these send cases are never ready.

@@ -170,7 +170,7 @@ macro_rules! __select_internal {
         match &$rx {
             rx => {
                 let mut case = $crate::select::RecvCase::new(rx);
-                $crate::__select_internal!(@bind [$($bound)* (recv case $res $body)] [$($rest)*] $default)
+                $crate::__select_internal!(@bind [$($bound)* (case $res $body)] [$($rest)*] $default)
             }
         }
     };
@@ -178,7 +178,7 @@ macro_rules! __select_internal {
         match &$tx {
             tx => {
                 let mut case = $crate::select::SendCase::new(tx, $value);
-                $crate::__select_internal!(@bind [$($bound)* (send case $res $body)] [$($rest)*] $default)
+                $crate::__select_internal!(@bind [$($bound)* (case $res $body)] [$($rest)*] $default)
             }
         }
     };
@@ -188,14 +188,14 @@ macro_rules! __select_internal {
         let _ = index;
         $crate::__select_internal!(@dispatch index () [] [] $default)
     }};
-    (@bind [$(($kind:ident $case:ident $res:tt $body:tt))+] [] $default:tt) => {{
+    (@bind [$(($case:ident $res:tt $body:tt))+] [] $default:tt) => {{
         let (block, limit) = $crate::__select_internal!(@mode $default);
         let mut order = [$({ let _ = &$case; 0usize }),+];
         let index = {
             let mut cases = [$(&mut $case as &mut dyn $crate::select::Case),+];
             $crate::select::run(&mut cases, &mut order, block, limit)
         };
-        $crate::__select_internal!(@dispatch index (0) [$($case)+] [$(($kind $case $res $body))+] $default)
+        $crate::__select_internal!(@dispatch index (0) [$($case)+] [$(($case $res $body))+] $default)
     }};
 
     (@one_recv $rx:ident ($res:pat) ($body:expr) []) => {{
@@ -265,7 +265,7 @@ macro_rules! __select_internal {
     // `[$($all)*]`: every case, dropped (in source order) before the body
     // runs, which ends their borrows of the operands: a body may then
     // reassign or move any of them, as crossbeam-channel's allow.
-    (@dispatch $index:ident ($($n:tt)*) [$($all:ident)*] [($kind:ident $case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
+    (@dispatch $index:ident ($($n:tt)*) [$($all:ident)*] [($case:ident ($res:pat) ($body:expr)) $($rest:tt)*] $default:tt) => {
         if $index == ::core::option::Option::Some($($n)*) {
             let result = $case.take_result();
             $(::core::mem::drop($all);)*
