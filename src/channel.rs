@@ -375,7 +375,7 @@ impl<T> Sender<T> {
             .map_err(|(msg, fail)| match fail {
                 Fail::Closed => SendTimeoutError::Closed(msg),
                 // A close before the deadline is reported as one.
-                _ if chan.timeout_or_closed(true) == Fail::Closed => SendTimeoutError::Closed(msg),
+                _ if chan.send_timed_out() == Fail::Closed => SendTimeoutError::Closed(msg),
                 _ => SendTimeoutError::Timeout(msg),
             })
     }
@@ -472,15 +472,14 @@ impl<T> Receiver<T> {
 
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         self.recv_blocking(deadline)
-            .map_err(|fail| match (fail, &self.flavor) {
-                (Fail::Closed, _) => RecvTimeoutError::Closed,
-                // A close before the deadline is reported as one (a
-                // timer's `recv` checks its own flag after its deadline).
-                (_, Flavor::Chan(shared))
-                    if shared.chan.timeout_or_closed(false) == Fail::Closed =>
-                {
-                    RecvTimeoutError::Closed
-                }
+            .or_else(|fail| match (fail, &self.flavor) {
+                // Gave up: one more try (see `recv_after_timeout`). A
+                // timer's `recv` checks its own flag after its deadline.
+                (Fail::Closed, _) | (_, Flavor::Timer(..)) => Err(fail),
+                (_, Flavor::Chan(shared)) => shared.chan.recv_after_timeout(),
+            })
+            .map_err(|fail| match fail {
+                Fail::Closed => RecvTimeoutError::Closed,
                 _ => RecvTimeoutError::Timeout,
             })
     }

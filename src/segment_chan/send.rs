@@ -25,34 +25,72 @@ impl<T> Channel<T> {
         }
     }
 
-    /// A timed operation (`sender`, or a receive) gave up: `Closed` if the
-    /// channel is closed (and, for a receive, drained), else `Timeout`.
-    /// Its waiter withdrew when the deadline passed, but a close that came
-    /// before may not have reached the waiter yet (a closer sets its bit,
-    /// then fails the waiters it finds), and a timed operation must not
-    /// report a timeout on a channel closed before its deadline (found in
-    /// review, by reading). Reads only: a select makes a whole try pass
-    /// after its timed park, but a try here multiplied the interleavings
-    /// of the timed loom models (`duplex_stays_reachable_after_timeouts`:
-    /// 23 s, over 10 minutes with a try, 24 s with these reads).
+    /// A timed receive gave up: answers the message a `try_recv` would
+    /// take now, `Closed` on a closed and drained channel, or `Timeout`.
+    ///
+    /// Reads alone cannot tell. A receive parked at its index behind a
+    /// send still on its way there (the send took the index, has not
+    /// deposited) gives up while a later message, perhaps sent before the
+    /// receive began, sits in the channel; closed or not, `try_recv` would
+    /// pass the slow send's cell and take it (found in review, twice; loom
+    /// `timed_recv_gives_up_beside_a_sent_message` and
+    /// `timed_recv_on_a_closed_channel_gives_up_behind_a_slow_send`). So
+    /// when the channel is closed, or buffered with a send counted beyond
+    /// the receivers, it makes that try. The try also answers a close that
+    /// came before the deadline but has not reached the waiter (a closer
+    /// sets its bit, then fails the waiters it finds). Otherwise: `Timeout`,
+    /// from two loads.
+    ///
+    /// Not on an open rendezvous channel: there a try every time (or
+    /// whenever the counts show a send beyond the receivers, which a
+    /// select's duplex makes them do) took `duplex_stays_reachable_after_timeouts`
+    /// from 23 s to over ten minutes of loom. So a timed receive on a
+    /// rendezvous channel that gives up behind a send still on its way can
+    /// report `Timeout` while another sender waits at a later index (the
+    /// send parked there is served by the next receive).
     ///
     /// Called by the public timed operations only: settled deeper, on the
     /// paths `try_send` and `try_recv` share, it made an empty `try_recv`
     /// a call again (1.1 -> 1.9-2.0 ns).
     #[cold]
     #[inline(never)]
-    pub(crate) fn timeout_or_closed(&self, sender: bool) -> Fail {
-        let closed = match &self.kind {
-            // A count after the close only goes down.
-            Kind::Counting { count, .. } => count.is_closed() && (sender || count.len() == 0),
-            _ if sender => self.is_closed(),
-            _ => self.nothing_to_receive() == Some(Fail::Closed),
+    pub(crate) fn recv_after_timeout(&self) -> RecvResult<T> {
+        let worth_a_try = match &self.kind {
+            Kind::Counting { count, .. } => count.is_closed() || count.len() != 0,
+            Kind::Rendezvous => self.is_closed(),
+            Kind::Unbounded | Kind::Bounded { .. } => {
+                // R, then S (SeqCst, as `receivable` reads them).
+                let r = count(self.receivers.count.load(Ordering::SeqCst));
+                let s = self.senders.load(Ordering::SeqCst);
+                s & CLOSED_BIT != 0 || count(s) > r
+            }
         };
-        if closed {
-            Fail::Closed
-        } else {
-            Fail::Timeout
+        if !worth_a_try {
+            return Err(Fail::Timeout);
         }
+        self.recv(Wait::Try).map_err(|fail| match fail {
+            Fail::Closed => Fail::Closed,
+            _ => Fail::Timeout,
+        })
+    }
+
+    /// A timed send gave up: `Closed` if the channel is closed, else
+    /// `Timeout`. A closer sets its bit first and then fails the waiters
+    /// it finds, so a waiter whose deadline passed in between withdrew
+    /// unaware of a close that came before its deadline; the bit says so.
+    /// Reads only: a bounded channel's sender waits in the permit queue,
+    /// where a releaser never waits for an acquirer still on its way (it
+    /// leaves its permit in the cell), and on a rendezvous channel a try
+    /// here costs the loom models what it costs
+    /// [`Channel::recv_after_timeout`] there.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn send_timed_out(&self) -> Fail {
+        let closed = match &self.kind {
+            Kind::Counting { count, .. } => count.is_closed(),
+            _ => self.is_closed(),
+        };
+        Fail::closed_or_timeout(closed)
     }
 
     /// Sends the value at `msg` in any mode. A select's send case registers
@@ -371,6 +409,28 @@ impl<T> Channel<T> {
                         }
                     }
                     word if own_word(mode) == word => return Err(SendStop::SelfMet),
+                    word if cell::is_entry(word) && self.is_closed() => {
+                        // Our index came before the close, but a rendezvous
+                        // send completes only when it meets its receiver,
+                        // and that would now be after the close: the send
+                        // fails instead, and so does the receiver parked
+                        // here (no send can reach it any more), as a
+                        // receiver that finds a parked sender after the
+                        // close fails it (found in review: a receive begun
+                        // after `close` returned got a message).
+                        // The cell then holds a receiver's skip, which we
+                        // pass as any (our next index reports `Closed`),
+                        // or, where a select's duplex was failed, is left
+                        // `EMPTY`, as a closer leaves it.
+                        if cell::close_entry(&cell.state, word, SKIP_RECV) && word & DUPLEX_TAG == 0
+                        {
+                            self.skipped_recvs.fetch_add(1, Ordering::Relaxed);
+                        }
+                        state = cell::wait_unclaimed(&cell.state);
+                        if state == EMPTY {
+                            return Err(SendStop::Fail(Fail::Closed));
+                        }
+                    }
                     word if cell::is_entry(word) => {
                         match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {
                             Claim::Won { waiter, slot, end } => {

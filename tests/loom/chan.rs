@@ -180,6 +180,115 @@ fn closed_and_drained_is_final() {
     });
 }
 
+/// Bound 3. A timed receive that gives up behind a send still on its way
+/// to the receiver's cell (it took the index, has not deposited) must not
+/// report a timeout while a later message, sent before the receive began,
+/// sits in the channel: `try_recv` would have passed the slow send's cell
+/// and taken it. Failed without the try a timed receive makes when it
+/// gives up and finds messages counted (found in review, twice).
+#[test]
+fn timed_recv_gives_up_beside_a_sent_message() {
+    model("timed_recv_gives_up_beside_a_sent_message", 3, || {
+        let (tx, rx) = unbounded::<i32>();
+        let tx2 = tx.clone();
+        let slow = thread::spawn(move || tx2.send(0).unwrap());
+        let (rx2, tx3) = (rx.clone(), tx.clone());
+        let timed = thread::spawn(move || {
+            tx3.send(1).unwrap();
+            rx2.recv_timeout(Duration::from_millis(1))
+        });
+        let got = timed.join().unwrap();
+        slow.join().unwrap();
+        let first = got.expect("a timeout with message 1 in the channel throughout");
+        let second = rx.try_recv().unwrap();
+        assert_eq!(first + second, 1, "each message exactly once");
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    });
+}
+
+/// Bound 3. The same, after a close: a timed receive on a closed channel
+/// reports a message or `Closed`, never `Timeout` (SPEC), also when it gave
+/// up behind a send that took its index before the close and has not
+/// deposited (that send fails once it finds the receiver gone, or its
+/// message comes out).
+#[test]
+fn timed_recv_on_a_closed_channel_gives_up_behind_a_slow_send() {
+    model(
+        "timed_recv_on_a_closed_channel_gives_up_behind_a_slow_send",
+        3,
+        || {
+            let (tx, rx) = unbounded::<i32>();
+            let tx2 = tx.clone();
+            let slow = thread::spawn(move || tx2.send(0).is_ok());
+            let rx2 = rx.clone();
+            let timed = thread::spawn(move || {
+                tx.send(1).unwrap();
+                tx.close();
+                rx2.recv_timeout(Duration::from_millis(1))
+            });
+            let got = timed.join().unwrap();
+            let sent = slow.join().unwrap();
+            assert_ne!(got, Err(RecvTimeoutError::Timeout), "closed before it");
+            let mut all: Vec<i32> = got.into_iter().chain(rx.try_iter()).collect();
+            all.sort_unstable();
+            assert_eq!(all, if sent { vec![0, 1] } else { vec![1] });
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        },
+    );
+}
+
+/// Bound 2. On a rendezvous channel: two senders, one parked and one on its
+/// way to the cell of the receiver's index, then a close (which fails the
+/// parked one) and a timed receive that gives up behind the slow one: it
+/// reports `Closed`, never `Timeout`, and no send succeeds.
+#[test]
+fn rendezvous_timed_recv_after_close_gives_up_behind_a_slow_send() {
+    model(
+        "rendezvous_timed_recv_after_close_gives_up_behind_a_slow_send",
+        2,
+        || {
+            let (tx, rx) = bounded::<i32>(0);
+            let (tx1, tx2) = (tx.clone(), tx.clone());
+            let a = thread::spawn(move || tx1.send(1).is_ok());
+            let b = thread::spawn(move || tx2.send(2).is_ok());
+            let rx2 = rx.clone();
+            let timed = thread::spawn(move || {
+                tx.close();
+                rx2.recv_timeout(Duration::from_millis(1))
+            });
+            assert_eq!(timed.join().unwrap(), Err(RecvTimeoutError::Closed));
+            assert!(!a.join().unwrap() && !b.join().unwrap());
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        },
+    );
+}
+
+/// Bound 3. A rendezvous send that took its index before a close and
+/// reaches its cell after it, where a receive begun after the close has
+/// parked: the send fails and the receive reports `Closed` (a rendezvous
+/// send completes only when it meets its receiver, so never after the
+/// close; before, the two met and the send succeeded).
+#[test]
+fn rendezvous_send_before_close_meets_receive_after_it() {
+    model(
+        "rendezvous_send_before_close_meets_receive_after_it",
+        3,
+        || {
+            let (tx, rx) = bounded::<i32>(0);
+            let tx1 = tx.clone();
+            let slow = thread::spawn(move || tx1.send(1).is_ok());
+            let rx2 = rx.clone();
+            let timed = thread::spawn(move || {
+                tx.close();
+                rx2.recv()
+            });
+            assert_eq!(timed.join().unwrap(), Err(scalechan::RecvError));
+            assert!(!slow.join().unwrap(), "a send completed after the close");
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+        },
+    );
+}
+
 /// Bound 2. Close wakes a parked receiver and a parked rendezvous sender,
 /// which gets its message back.
 #[test]
@@ -519,9 +628,15 @@ fn timed_out_receivers_give_indices_back() {
 /// takes a `BUFFERED` cell at the cursor by a CAS from the count it read
 /// (the count can return to that value after a give-back: the ABA case of
 /// `take_buffered`), and a send: the message reaches exactly one receiver.
-/// (At bound 3 some executions yield thousands of times, two spinning
-/// threads taking turns, and one passes the 20 000 branches `model` allows;
-/// with 2 000 000 allowed, 14 minutes of exploration found no end-less one.)
+/// (At bound 3 some executions yield thousands of times and one passes the
+/// 20 000 branches `model` allows. Traced: the timed receiver is preempted
+/// right after its give-back claimed its cell (`CLAIMED`, held for a CAS on
+/// the count and a store), and the `try_recv` and the send, both at that
+/// index, wait it out in `wait_unclaimed`, yielding in turn; loom may go on
+/// scheduling the two spinners before it resumes the holder, each yield a
+/// branch. A spin on a preempted holder, not a livelock: the holder's three
+/// steps need no other thread, and with 2 000 000 branches allowed, 14
+/// minutes of exploration found no execution without an end.)
 #[test]
 fn give_back_races_try_recv_at_the_cursor() {
     model("give_back_races_try_recv_at_the_cursor", 2, || {
