@@ -420,16 +420,20 @@ impl<T> Channel<T> {
                         // after `close` returned got a message).
                         // The cell then holds a receiver's skip, which we
                         // pass as any (our next index reports `Closed`),
-                        // or, where a select's duplex was failed, is left
-                        // `EMPTY`, as a closer leaves it.
+                        // or, where a select's duplex was failed (by us or
+                        // by the closer), is `EMPTY`: our index is below
+                        // `closed_at`, so a receiver may still come to it,
+                        // and we settle it as any send does (a parked or
+                        // registering send withdraws on seeing the close,
+                        // a try gives the index up), leaving a skip for
+                        // that receiver. Returning at once left it to park
+                        // for good (found in review; loom
+                        // `send_fails_a_duplex_after_close_then_recv`).
                         if cell::close_entry(&cell.state, word, SKIP_RECV) && word & DUPLEX_TAG == 0
                         {
                             self.skipped_recvs.fetch_add(1, Ordering::Relaxed);
                         }
                         state = cell::wait_unclaimed(&cell.state);
-                        if state == EMPTY {
-                            return Err(SendStop::Fail(Fail::Closed));
-                        }
                     }
                     word if cell::is_entry(word) => {
                         match cell::claim_waiter(&cell.state, word, Claimer::Sender, SKIP_RECV) {

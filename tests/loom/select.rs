@@ -257,6 +257,41 @@ fn duplex_stays_reachable_after_timeouts() {
     });
 }
 
+/// Bound 2. A select's duplex (receive and send cases on one rendezvous
+/// channel) parked in cell 0; a send takes index 0 and meets it only after
+/// a close, which has failed the duplex's send half and left the cell
+/// `EMPTY`. The send fails, and must still settle its index: a receive
+/// that takes index 0 afterwards (below `closed_at`) reports `Closed`
+/// rather than park for good (found in review: returning at once from the
+/// `EMPTY` cell deadlocked here).
+#[test]
+fn send_fails_a_duplex_after_close_then_recv() {
+    model("send_fails_a_duplex_after_close_then_recv", 2, || {
+        let (tx, rx) = bounded::<i32>(0);
+        let (tx2, rx2) = (tx.clone(), rx.clone());
+        let pair = thread::spawn(move || {
+            select! {
+                recv(rx2) -> v => v.ok(),
+                send(tx2, 2) -> r => { assert!(r.is_err()); None }
+            }
+        });
+        let tx3 = tx.clone();
+        let sender = thread::spawn(move || tx3.send(1).is_ok());
+        let closer = thread::spawn(move || {
+            tx.close();
+        });
+        let got = pair.join().unwrap();
+        let sent = sender.join().unwrap();
+        closer.join().unwrap();
+        assert_eq!(
+            sent,
+            got == Some(1),
+            "the send succeeded exactly when the pair got it"
+        );
+        assert_eq!(rx.recv(), Err(scalechan::RecvError));
+    });
+}
+
 /// Bound 3. A blocked select (receive on a rendezvous channel, send on a
 /// bounded one) against a close of both: it wakes with one failed case,
 /// and the send case's value comes back if chosen.
