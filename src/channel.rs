@@ -374,8 +374,13 @@ impl<T> Sender<T> {
         chan.send(msg, Wait::Until(deadline))
             .map_err(|(msg, fail)| match fail {
                 Fail::Closed => SendTimeoutError::Closed(msg),
-                // A close before the deadline is reported as one.
-                _ if chan.send_timed_out() == Fail::Closed => SendTimeoutError::Closed(msg),
+                // A close before the deadline is reported as one: a closer
+                // sets its bit, then fails the waiters it finds, so the
+                // waiter may have withdrawn unaware of it. The bit alone
+                // decides (no try, unlike a receive: a bounded channel's
+                // releaser never waits for an acquirer on its way, and on a
+                // rendezvous channel see `Channel::recv_after_timeout`).
+                _ if chan.is_closed() => SendTimeoutError::Closed(msg),
                 _ => SendTimeoutError::Timeout(msg),
             })
     }

@@ -151,17 +151,6 @@ impl Fail {
             Fail::WouldBlock
         }
     }
-
-    /// How a timed operation that gave up failed: `Closed` on a closed
-    /// channel, else `Timeout`.
-    #[inline]
-    pub(crate) fn closed_or_timeout(closed: bool) -> Fail {
-        if closed {
-            Fail::Closed
-        } else {
-            Fail::Timeout
-        }
-    }
 }
 
 #[doc(hidden)]

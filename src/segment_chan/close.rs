@@ -66,12 +66,8 @@ impl<T> Channel<T> {
                 let lo = r.min(closed_at);
                 self.cells.visit(lo, r.max(closed_at) + 1, &guard, |cell| {
                     let word = cell.state.load(Ordering::Acquire);
-                    if cell::is_entry(word)
-                        && word & (SENDER_TAG | DUPLEX_TAG) != 0
-                        && cell::close_entry(&cell.state, word, SKIP_SEND)
-                        && word & DUPLEX_TAG == 0
-                    {
-                        self.skipped_sends.fetch_add(1, Ordering::Relaxed);
+                    if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) != 0 {
+                        close_counted(&cell.state, word, SKIP_SEND, &self.skipped_sends);
                     }
                 });
                 self.close_receivers(closed_at, r);
@@ -135,5 +131,15 @@ impl<T> Channel<T> {
         }
         // Drained: nothing left for the guard.
         mem::forget(on_unwind);
+    }
+}
+
+/// Fails the waiter whose entry `word` was read from `state` (the channel
+/// is closed), leaving `skip`, counted in `skipped` for whoever passes it.
+/// A select's duplex failed this way leaves its cell `EMPTY` (see
+/// `cell::claim_waiter`), with no skip to count.
+pub(super) fn close_counted(state: &AtomicUsize, word: usize, skip: usize, skipped: &AtomicU64) {
+    if cell::close_entry(state, word, skip) && word & DUPLEX_TAG == 0 {
+        skipped.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -397,9 +397,7 @@ impl<T> Channel<T> {
                     word if cell::is_entry(word) && self.is_closed() => {
                         // A parked sender's send has not completed, and the
                         // channel is closed: it gets its message back.
-                        if cell::close_entry(&cell.state, word, SKIP_SEND) {
-                            self.skipped_sends.fetch_add(1, Ordering::Relaxed);
-                        }
+                        close::close_counted(&cell.state, word, SKIP_SEND, &self.skipped_sends);
                         state = cell::wait_unclaimed(&cell.state);
                     }
                     word if cell::is_entry(word) => {

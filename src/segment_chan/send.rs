@@ -34,12 +34,11 @@ impl<T> Channel<T> {
     /// receive began, sits in the channel; closed or not, `try_recv` would
     /// pass the slow send's cell and take it (found in review, twice; loom
     /// `timed_recv_gives_up_beside_a_sent_message` and
-    /// `timed_recv_on_a_closed_channel_gives_up_behind_a_slow_send`). So
-    /// when the channel is closed, or buffered with a send counted beyond
-    /// the receivers, it makes that try. The try also answers a close that
-    /// came before the deadline but has not reached the waiter (a closer
-    /// sets its bit, then fails the waiters it finds). Otherwise: `Timeout`,
-    /// from two loads.
+    /// `timed_recv_on_a_closed_channel_gives_up_behind_a_slow_send`). So it
+    /// makes that try, whose read-only check answers an empty channel
+    /// from the counts. The try also answers a close that came before the
+    /// deadline but has not reached the waiter (a closer sets its bit,
+    /// then fails the waiters it finds).
     ///
     /// Not on an open rendezvous channel: there a try every time (or
     /// whenever the counts show a send beyond the receivers, which a
@@ -55,42 +54,13 @@ impl<T> Channel<T> {
     #[cold]
     #[inline(never)]
     pub(crate) fn recv_after_timeout(&self) -> RecvResult<T> {
-        let worth_a_try = match &self.kind {
-            Kind::Counting { count, .. } => count.is_closed() || count.len() != 0,
-            Kind::Rendezvous => self.is_closed(),
-            Kind::Unbounded | Kind::Bounded { .. } => {
-                // R, then S (SeqCst, as `receivable` reads them).
-                let r = count(self.receivers.count.load(Ordering::SeqCst));
-                let s = self.senders.load(Ordering::SeqCst);
-                s & CLOSED_BIT != 0 || count(s) > r
-            }
-        };
-        if !worth_a_try {
+        if matches!(self.kind, Kind::Rendezvous) && !self.is_closed() {
             return Err(Fail::Timeout);
         }
         self.recv(Wait::Try).map_err(|fail| match fail {
             Fail::Closed => Fail::Closed,
             _ => Fail::Timeout,
         })
-    }
-
-    /// A timed send gave up: `Closed` if the channel is closed, else
-    /// `Timeout`. A closer sets its bit first and then fails the waiters
-    /// it finds, so a waiter whose deadline passed in between withdrew
-    /// unaware of a close that came before its deadline; the bit says so.
-    /// Reads only: a bounded channel's sender waits in the permit queue,
-    /// where a releaser never waits for an acquirer still on its way (it
-    /// leaves its permit in the cell), and on a rendezvous channel a try
-    /// here costs the loom models what it costs
-    /// [`Channel::recv_after_timeout`] there.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn send_timed_out(&self) -> Fail {
-        let closed = match &self.kind {
-            Kind::Counting { count, .. } => count.is_closed(),
-            _ => self.is_closed(),
-        };
-        Fail::closed_or_timeout(closed)
     }
 
     /// Sends the value at `msg` in any mode. A select's send case registers
@@ -429,10 +399,7 @@ impl<T> Channel<T> {
                         // that receiver. Returning at once left it to park
                         // for good (found in review; loom
                         // `send_fails_a_duplex_after_close_then_recv`).
-                        if cell::close_entry(&cell.state, word, SKIP_RECV) && word & DUPLEX_TAG == 0
-                        {
-                            self.skipped_recvs.fetch_add(1, Ordering::Relaxed);
-                        }
+                        close::close_counted(&cell.state, word, SKIP_RECV, &self.skipped_recvs);
                         state = cell::wait_unclaimed(&cell.state);
                     }
                     word if cell::is_entry(word) => {
