@@ -32,6 +32,14 @@
 //! safe, and not taken by the channels' operations (a bounded channel's
 //! permit queue pins in its channel's domain).
 //!
+//! Ranged pins ([`pin_ranged`]): a segment list's fast paths announce the
+//! ids of the segments they can reach (the one at their cursor, or every
+//! one from it on) instead of an epoch. They hold back no epoch; a list's
+//! reclaim ([`scan`]) keeps what they cover and frees the rest. So a
+//! thread preempted mid-operation in a fast path keeps one segment, where
+//! an epoch pin keeps everything its list retires until the thread runs
+//! again. Any pin nested in a ranged one turns it into the wildcard.
+//!
 //! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
 //! segment list keeps its retired segments itself and needs no lock here
 //! (`Segments::reclaim`).
@@ -88,10 +96,14 @@ const ANNOUNCE_BY_SWAP: bool = cfg!(all(
 ));
 
 // An announcement (a participant's slot) is 0 when unused, else: bit 0
-// (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain; the next
-// `TAG_BITS`, the domain's tag (`Domain::tag`); the rest, from
-// `EPOCH_SHIFT` up, the low 46 bits of the domain's epoch (on top, so a
-// shift alone drops the bits above them).
+// (`PINNED`) set; bit 1 (`WILDCARD`): holds back every domain and covers
+// every range; the next `TAG_BITS`, the domain's tag (`Domain::tag`); then
+// bit `RANGED`. Without it (an epoch pin), the rest, from `EPOCH_SHIFT` up,
+// holds the low 45 bits of the domain's epoch (on top, so a shift alone
+// drops the bits above them). With it (a ranged pin, `Local::pin_ranged`),
+// `SPAN_BITS` of span and, on top, the low `LO_BITS` of the first segment
+// id the pin covers: it covers ids `lo..=lo + span`, or every id from `lo`
+// on when the span is `UNBOUNDED`, and holds back no epoch.
 //
 // A 64-bit word on every target, so that every domain has an epoch of its
 // own there too (the crate needs 64-bit atomics anyway, for its indices).
@@ -103,22 +115,54 @@ const ANNOUNCE_BY_SWAP: bool = cfg!(all(
 const PINNED: u64 = 1;
 const WILDCARD: u64 = 2;
 /// Enough that two domains in use at once rarely share a tag (sharing one
-/// is safe: see `holds_back`), and few enough to leave 46 bits of epoch.
+/// is safe: see `holds_back`), and few enough to leave 45 bits of epoch.
 const TAG_BITS: u32 = 16;
-const EPOCH_SHIFT: u32 = 2 + TAG_BITS;
-const TAG_MASK: u64 = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
+const TAG_MASK: u64 = ((1 << (2 + TAG_BITS)) - 1) & !(PINNED | WILDCARD);
+const RANGED: u64 = 1 << (2 + TAG_BITS);
+const EPOCH_SHIFT: u32 = 3 + TAG_BITS;
+const SPAN_SHIFT: u32 = EPOCH_SHIFT;
+const SPAN_BITS: u32 = 4;
+/// The span of a ranged pin that covers every id from its first on.
+const UNBOUNDED: u64 = (1 << SPAN_BITS) - 1;
+const LO_SHIFT: u32 = SPAN_SHIFT + SPAN_BITS;
+const LO_BITS: u32 = u64::BITS - LO_SHIFT;
+const LO_MASK: u64 = (1 << LO_BITS) - 1;
+
+/// How far `id` lies past `lo`, on the low `LO_BITS` that an announcement
+/// keeps of each. Exact while the ids a domain still holds lie within
+/// 2^40 of every ranged pin's first id: a pin announces the id of a
+/// segment its list holds, and 2^40 segments are 2^45 messages, years of
+/// traffic at full speed for a thread stopped between two instructions.
+#[inline]
+fn past(id: u64, lo: u64) -> u64 {
+    id.wrapping_sub(lo) & LO_MASK
+}
+
+/// Whether the ranged announcement `state` covers segment `id`.
+#[inline]
+fn range_covers(state: u64, id: u64) -> bool {
+    let lo = state >> LO_SHIFT;
+    let span = (state >> SPAN_SHIFT) & UNBOUNDED;
+    let d = past(id, lo);
+    if span == UNBOUNDED {
+        d < 1 << (LO_BITS - 1)
+    } else {
+        d <= span
+    }
+}
 
 /// Whether the announcement `state` holds back the domain tagged `tag`
 /// from advancing past `epoch`: a wildcard always does, a pin in the domain
 /// does until it has seen `epoch`, a pin elsewhere never does.
 ///
-/// A pin elsewhere whose domain shares the tag is taken for a pin in this
-/// one: at worst it holds this domain back for a while. The epochs are
-/// compared on their low 46 bits only (on a 32-bit target the epoch has
-/// 32), so an epoch past that width, or a wrap, changes nothing: an
-/// announcement matches at most one of any two consecutive epochs, so a
-/// pinned thread still holds back the second advance. It could match a
-/// second time only had it loaded the epoch 2^46 advances of its domain
+/// A ranged pin holds back no epoch: the segments it covers are kept by
+/// `Ranges` instead. A pin elsewhere whose domain shares the tag is taken
+/// for a pin in this one: at worst it holds this domain back for a while.
+/// The epochs are compared on their low 45 bits only (on a 32-bit target
+/// the epoch has 32), so an epoch past that width, or a wrap, changes
+/// nothing: an announcement matches at most one of any two consecutive
+/// epochs, so a pinned thread still holds back the second advance. It
+/// could match a second time only had it loaded the epoch 2^45 advances of its domain
 /// before storing it (a thread stopped between two instructions for weeks
 /// of reclamation at full speed; on a 32-bit target, 2^32 advances of its
 /// own domain, hours of it on one channel).
@@ -126,7 +170,7 @@ const TAG_MASK: u64 = ((1 << EPOCH_SHIFT) - 1) & !(PINNED | WILDCARD);
 fn holds_back(state: u64, tag: u64, epoch: usize) -> bool {
     state & PINNED != 0
         && (state & WILDCARD != 0
-            || (state & TAG_MASK == tag
+            || (state & (TAG_MASK | RANGED) == tag
                 && state >> EPOCH_SHIFT != ((epoch as u64) << EPOCH_SHIFT) >> EPOCH_SHIFT))
 }
 
@@ -254,7 +298,32 @@ impl Local {
         if depth == 0 {
             self.outer.set(domain);
             self.announce(domain.announcement());
-        } else if !ptr::eq(self.outer.get(), domain) && !self.outer.get().is_null() {
+        } else if self.is_ranged()
+            || (!ptr::eq(self.outer.get(), domain) && !self.outer.get().is_null())
+        {
+            // A ranged pin covers only its own segments, whatever the
+            // nested pin is for.
+            self.pin_elsewhere();
+        }
+    }
+
+    /// Pins in `domain` covering segment `lo` alone (`only`), or every
+    /// segment whose id is `lo` or more: a ranged announcement, which holds
+    /// back no epoch (see [`pin_ranged`]). Nested in any pin, it takes that
+    /// pin's cover, or the wildcard where that pin is ranged or in another
+    /// domain.
+    #[inline]
+    fn pin_ranged(&self, domain: &Domain, lo: u64, only: bool) {
+        let depth = self.depth.get();
+        self.depth.set(depth + 1);
+        if depth == 0 {
+            self.outer.set(domain);
+            let span = if only { 0 } else { UNBOUNDED };
+            let word = domain.announcing | RANGED | span << SPAN_SHIFT | lo << LO_SHIFT;
+            self.announce(word);
+        } else if self.is_ranged()
+            || (!ptr::eq(self.outer.get(), domain) && !self.outer.get().is_null())
+        {
             self.pin_elsewhere();
         }
     }
@@ -309,9 +378,33 @@ impl Local {
         }
     }
 
-    /// Whether the thread's pins cover `domain` now.
+    /// Whether the thread's pins cover all of `domain` now (an epoch pin
+    /// in it, or the wildcard; not a ranged pin).
     fn covers(&self, domain: &Domain) -> bool {
-        self.depth.get() > 0 && (ptr::eq(self.outer.get(), domain) || self.outer.get().is_null())
+        self.depth.get() > 0
+            && !self.is_ranged()
+            && (ptr::eq(self.outer.get(), domain) || self.outer.get().is_null())
+    }
+
+    /// Whether the thread's pins cover segment `id` of a list in `domain`.
+    fn protects(&self, domain: &Domain, id: u64) -> bool {
+        self.covers(domain)
+            || (self.depth.get() > 0
+                && ptr::eq(self.outer.get(), domain)
+                && self.is_ranged()
+                && range_covers(self.announced(), id))
+    }
+
+    /// The thread's own announcement (only it writes `state`, so a plain
+    /// load reads its last store). Read off the fast paths only: for a
+    /// nested pin, and for debug checks.
+    fn announced(&self) -> u64 {
+        self.state.load(Ordering::Relaxed)
+    }
+
+    /// Whether the outermost pin is ranged (and not yet the wildcard).
+    fn is_ranged(&self) -> bool {
+        self.depth.get() > 0 && self.announced() & RANGED != 0
     }
 }
 
@@ -460,14 +553,41 @@ pub(crate) struct Guard {
 /// reachable stays allocated until the guard drops.
 #[inline]
 pub(crate) fn pin(domain: &Domain) -> Guard {
+    pin_as(domain, None)
+}
+
+/// Pins the current thread in `domain` for a walk that reaches only
+/// segments (of one list in the domain) whose ids are `lo` or more, or,
+/// with `only`, segment `lo` alone.
+///
+/// What such a pin keeps is named by ids, not by an epoch, so a thread
+/// preempted inside it holds back only the segments it covers, never the
+/// epoch: while it covers one segment, the list frees every other one it
+/// retires. Its user must reach nothing outside its cover: no `head`, no
+/// other list (a pin nested in a ranged one turns the announcement into
+/// the wildcard, which covers everything).
+///
+/// `lo` must be read before the pin, and no more than the id of any
+/// segment the walk reaches: the walk then starts from a cursor loaded
+/// after the pin, so a segment it reaches was not retired before the
+/// pin's fence, and a collector whose scan missed the pin (came before
+/// that fence) frees only segments retired before its scan, which that
+/// cursor is past.
+#[inline]
+pub(crate) fn pin_ranged(domain: &Domain, lo: u64, only: bool) -> Guard {
+    pin_as(domain, Some((lo, only)))
+}
+
+#[inline(always)]
+fn pin_as(domain: &Domain, lo: Option<(u64, bool)>) -> Guard {
     let local = LOCAL.try_with(Cell::get).unwrap_or(ptr::null());
     if local.is_null() {
-        return pin_slow(domain);
+        return pin_slow(domain, lo);
     }
     // SAFETY: a non-null `LOCAL` points to this thread's participant, kept
     // alive by the global list (see `LOCAL`); only this thread uses its
     // `Cell`s.
-    unsafe { &*local }.pin(domain);
+    pin_local(unsafe { &*local }, domain, lo);
     Guard {
         local,
         owned: ptr::null_mut(),
@@ -475,10 +595,18 @@ pub(crate) fn pin(domain: &Domain) -> Guard {
     }
 }
 
+#[inline(always)]
+fn pin_local(local: &Local, domain: &Domain, lo: Option<(u64, bool)>) {
+    match lo {
+        None => local.pin(domain),
+        Some((lo, only)) => local.pin_ranged(domain, lo, only),
+    }
+}
+
 /// First pin of a thread (registers it), or a pin after its thread-locals
 /// were destroyed (uses a temporary participant).
 #[cold]
-fn pin_slow(domain: &Domain) -> Guard {
+fn pin_slow(domain: &Domain, lo: Option<(u64, bool)>) -> Guard {
     let local = HANDLE
         .try_with(|h| {
             let p: *const Local = &*h.local;
@@ -489,7 +617,7 @@ fn pin_slow(domain: &Domain) -> Guard {
     match local {
         Some(local) => {
             // SAFETY: as in `pin`: `HANDLE` owns this thread's participant.
-            unsafe { &*local }.pin(domain);
+            pin_local(unsafe { &*local }, domain, lo);
             Guard {
                 local,
                 owned: ptr::null_mut(),
@@ -501,7 +629,7 @@ fn pin_slow(domain: &Domain) -> Guard {
             // SAFETY: just leaked; freed by the guard's drop.
             let local: *const Local = unsafe { &*(*handle).local };
             // SAFETY: `handle` keeps the participant alive.
-            unsafe { &*local }.pin(domain);
+            pin_local(unsafe { &*local }, domain, lo);
             Guard {
                 local,
                 owned: handle,
@@ -523,6 +651,21 @@ impl Guard {
     pub(crate) fn covers(&self, domain: &Domain) -> bool {
         // SAFETY: as in `drop`: the participant outlives the guard.
         unsafe { &*self.local }.covers(domain)
+    }
+
+    /// Whether this thread is pinned in `domain` at all (by epoch, by
+    /// range, or by the wildcard).
+    pub(crate) fn pins(&self, domain: &Domain) -> bool {
+        // SAFETY: as in `drop`.
+        let local = unsafe { &*self.local };
+        local.depth.get() > 0 && (ptr::eq(local.outer.get(), domain) || local.outer.get().is_null())
+    }
+
+    /// Whether this thread's pins keep segment `id` of a list in `domain`
+    /// (for debug checks that a ranged walk stays inside its cover).
+    pub(crate) fn protects(&self, domain: &Domain, id: u64) -> bool {
+        // SAFETY: as in `drop`.
+        unsafe { &*self.local }.protects(domain, id)
     }
 }
 
@@ -575,20 +718,11 @@ pub(crate) fn current(domain: &Domain) -> usize {
     domain.epoch.load(Ordering::Acquire)
 }
 
-/// Tries to advance the epoch of `domain` and returns it: an object tagged
-/// (by [`retirement_tag`]) two or more below it may be freed.
-pub(crate) fn advance(domain: &Domain) -> usize {
-    try_advance(domain);
-    // Acquire: as in `collect`, pairs with the advance (ours or another
-    // thread's, Release) that saw the critical sections it waited for end.
-    domain.epoch.load(Ordering::Acquire)
-}
-
 /// Tries to advance the collector's epoch, then frees what has outlived its
 /// grace period.
 pub(crate) fn collect() {
     let global = global();
-    try_advance(&global.collector);
+    try_advance(&global.collector, None);
     let mut garbage = global.garbage.lock().unwrap();
     // Read under the lock: every entry pushed so far was tagged with an epoch
     // read before its push, so no tag is newer than `now`. (Read before the
@@ -612,14 +746,68 @@ pub(crate) fn collect() {
     }
 }
 
-fn try_advance(domain: &Domain) {
+/// The ranged pins ([`pin_ranged`]) a scan of one domain found: what
+/// the domain's lists must keep besides what its epoch keeps.
+pub(crate) struct Ranges {
+    /// The first `RANGES_KEPT` ranged announcements found.
+    words: [u64; RANGES_KEPT],
+    len: usize,
+    /// A wildcard, or more ranged pins than kept: every id is covered.
+    all: bool,
+}
+
+/// Ranged pins a scan keeps apart; past them it keeps everything, until
+/// a later scan finds fewer. One per thread that can be inside a ranged
+/// pin on one list at once: a list shared by more threads than that, all
+/// caught mid-operation, frees nothing at that reclaim.
+const RANGES_KEPT: usize = 16;
+
+impl Ranges {
+    const fn none() -> Self {
+        Ranges {
+            words: [0; RANGES_KEPT],
+            len: 0,
+            all: false,
+        }
+    }
+
+    fn add(&mut self, state: u64) {
+        if self.len == RANGES_KEPT {
+            self.all = true;
+        } else {
+            self.words[self.len] = state;
+            self.len += 1;
+        }
+    }
+
+    /// Whether some ranged pin may still reach segment `id`.
+    pub(crate) fn cover(&self, id: u64) -> bool {
+        self.all || self.words[..self.len].iter().any(|&w| range_covers(w, id))
+    }
+}
+
+/// Tries to advance the epoch of `domain`, and reads which segments the
+/// ranged pins in it keep. Returns the epoch after the attempt: a segment
+/// retired before this call (its tag read before it), tagged two or more
+/// below that epoch and not covered by the `Ranges`, may be freed.
+pub(crate) fn scan(domain: &Domain) -> (usize, Ranges) {
+    let mut ranges = Ranges::none();
+    try_advance(domain, Some(&mut ranges));
+    // Acquire: as in `advance`.
+    (domain.epoch.load(Ordering::Acquire), ranges)
+}
+
+fn try_advance(domain: &Domain, mut ranges: Option<&mut Ranges>) {
     let counter = &domain.epoch;
     let epoch = counter.load(Ordering::Relaxed);
     // Pairs with the fence in `pin`: either we see a participant's
     // announcement, or it sees this epoch (or a later one) and so cannot
-    // have loaded anything retired before it.
+    // have loaded anything retired before it. For a ranged pin, the same
+    // fence: either we see its cover, or its walk starts from a cursor
+    // loaded after our caller's retirements, past what they retired.
     fence(Ordering::SeqCst);
     let tag = domain.tag();
+    let mut advance = true;
     {
         let locals = global().locals.lock().unwrap();
         for local in locals.iter() {
@@ -633,20 +821,33 @@ fn try_advance(domain: &Domain) {
                 Ordering::Relaxed
             });
             if holds_back(state, tag, epoch) {
-                return;
+                advance = false;
+            }
+            match ranges.as_deref_mut() {
+                None if !advance => return,
+                None => {}
+                Some(ranges) => {
+                    if state & WILDCARD != 0 {
+                        ranges.all = true;
+                    } else if state & (PINNED | RANGED | TAG_MASK) == PINNED | RANGED | tag {
+                        ranges.add(state);
+                    }
+                }
             }
         }
     }
     // Acquire: the critical sections of participants seen unpinned, pinned
-    // elsewhere, or pinned again at this epoch (all Release stores), happen
-    // before anything freed after this advance.
+    // elsewhere, pinned again at this epoch, or narrowed (all Release
+    // stores), happen before anything freed after this scan.
     fence(Ordering::Acquire);
-    let _ = counter.compare_exchange(
-        epoch,
-        epoch.wrapping_add(1),
-        Ordering::Release,
-        Ordering::Relaxed,
-    );
+    if advance {
+        let _ = counter.compare_exchange(
+            epoch,
+            epoch.wrapping_add(1),
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
+    }
 }
 
 #[cfg(all(test, not(loom)))]

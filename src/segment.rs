@@ -12,7 +12,12 @@
 //! Operations in flight are pinned ([`crate::epoch`]) in the list's own
 //! domain ([`Segments::pin`]), which delays the free until they have
 //! finished; a thread pinned on another list (preempted mid-operation, say)
-//! delays nothing here. A thread parked in a cell holds no pin (a long
+//! delays nothing here. The fast paths, which settle in the segment at
+//! their side's cursor, pin on that segment alone
+//! ([`Segments::pin_at_cursor`]): such a pin names segment ids, not an
+//! epoch, so a thread preempted inside one keeps its own segment and
+//! lets the list free every other it retires (a reclaim leaves a covered
+//! segment on `held` and frees those after it). A thread parked in a cell holds no pin (a long
 //! park would stall the list's reclamation); it holds a reference on the
 //! segment instead (`refs`): the list's own reference is dropped once the
 //! epoch has moved two past the segment's retirement, and whoever drops the
@@ -220,6 +225,10 @@ pub(crate) struct Segment<C> {
     retired_at: AtomicUsize,
     /// Where to return the segment when it is freed; set at retirement.
     spares: UnsafeCell<Option<Arc<Spares<C>>>>,
+    /// The next segment on the list's `held` list (retired, past its grace
+    /// period, still covered by a ranged pin). Only the reclaimer (the
+    /// holder of `Segments::reclaiming`) and the list's drop touch it.
+    held_next: UnsafeCell<*mut Segment<C>>,
     cells: [C; SEGMENT_CELLS],
 }
 
@@ -259,6 +268,7 @@ impl<C: SegmentCell> Segment<C> {
             ptr::addr_of_mut!((*p).refs).write(AtomicUsize::new(1));
             ptr::addr_of_mut!((*p).retired_at).write(AtomicUsize::new(UNTAGGED));
             ptr::addr_of_mut!((*p).spares).write(UnsafeCell::new(None));
+            ptr::addr_of_mut!((*p).held_next).write(UnsafeCell::new(ptr::null_mut()));
             let cells = ptr::addr_of_mut!((*p).cells) as *mut C;
             for i in 0..SEGMENT_CELLS {
                 C::init(cells.add(i));
@@ -462,9 +472,20 @@ pub(crate) enum Side {
 }
 
 /// The list: the oldest live segment and one cursor per side.
+/// One side's cursor: the segment its walks start from, and a lower bound
+/// of that segment's id, readable without touching the segment (what a
+/// ranged pin announces before it may load the cursor: `pin_at_cursor`).
+pub(crate) struct Cursor<C> {
+    at: AtomicPtr<Segment<C>>,
+    /// Stored (Release) after each move of `at`, with the id of a segment
+    /// `at` has reached; racing movers may store out of order, so it may
+    /// lag, but is never more than `at`'s id (`at` only moves forward).
+    id: AtomicU64,
+}
+
 pub(crate) struct Segments<C> {
     head: AtomicPtr<Segment<C>>,
-    cursors: [CachePadded<AtomicPtr<Segment<C>>>; 2],
+    cursors: [CachePadded<Cursor<C>>; 2],
     /// The oldest segment on which the list still holds its reference:
     /// retired ones (`retired_at` tagged) up to `head`, then `head`
     /// itself. Moved only by the holder of `reclaiming`.
@@ -472,6 +493,11 @@ pub(crate) struct Segments<C> {
     /// Held (true) by the one thread reclaiming at a time: a second would
     /// race the first for `retired` and could drop a reference twice.
     reclaiming: AtomicBool,
+    /// Retired segments past their grace period that a ranged pin still
+    /// covered at the last reclaim (linked through `Segment::held_next`);
+    /// each reclaim frees those no longer covered. Only the holder of
+    /// `reclaiming` (and the list's drop) touches it.
+    held: UnsafeCell<*mut Segment<C>>,
     /// The pool of spares, made at the first retirement: a list that never
     /// leaves its first segment (most short-lived channels) never needs one,
     /// and one allocation fewer per channel took a tenth off creating,
@@ -522,11 +548,18 @@ impl<C: SegmentCell> Segments<C> {
         Segments {
             head: AtomicPtr::new(first),
             cursors: [
-                CachePadded::new(AtomicPtr::new(first)),
-                CachePadded::new(AtomicPtr::new(first)),
+                CachePadded::new(Cursor {
+                    at: AtomicPtr::new(first),
+                    id: AtomicU64::new(0),
+                }),
+                CachePadded::new(Cursor {
+                    at: AtomicPtr::new(first),
+                    id: AtomicU64::new(0),
+                }),
             ],
             retired: AtomicPtr::new(first),
             reclaiming: AtomicBool::new(false),
+            held: UnsafeCell::new(ptr::null_mut()),
             spares: AtomicPtr::new(ptr::null_mut()),
             own_domain,
             shared_domain: ptr::null(),
@@ -602,15 +635,86 @@ impl<C: SegmentCell> Segments<C> {
     /// The cursor of `side`; load it *before* taking an index.
     #[inline]
     pub(crate) fn cursor(&self, side: Side, guard: &Guard) -> *const Segment<C> {
-        debug_assert!(guard.covers(self.domain()), "not pinned on this list");
+        // (A ranged pin may not cover what it loads here: its user reads
+        // the segment only once it knows the id, see `cursor_id`.)
+        debug_assert!(guard.pins(self.domain()), "not pinned on this list");
         // Acquire: the segment's initialisation happens before our reads.
-        self.cursors[side as usize].load(Ordering::Acquire)
+        self.cursors[side as usize].at.load(Ordering::Acquire)
+    }
+
+    /// Pins the thread for an operation that reaches only the segment at
+    /// `side`'s cursor, or (`only` false) that one and those after it: a
+    /// ranged pin ([`epoch::pin_ranged`]) from the cursor's id bound
+    /// ([`Segments::cursor_id`]). Returns the guard and that id: the
+    /// cursor, loaded after this call with [`Segments::cursor`], is at
+    /// that segment or a later one. With `only`, the operation may touch
+    /// the cursor's segment only once it knows it is segment `id` (see
+    /// `cursor_id`), and must not read it before.
+    ///
+    /// A fast path pinned so holds back only its own segment: a thread
+    /// preempted there no longer makes its list keep every segment the
+    /// other threads retire through its time slice (8 threads on one
+    /// unbounded channel on 2 cores held 1 600-38 000).
+    #[inline]
+    pub(crate) fn pin_at_cursor(&self, side: Side, only: bool) -> (Guard, u64) {
+        let id = self.cursor_id(side);
+        (epoch::pin_ranged(self.domain(), id, only), id)
+    }
+
+    /// Pins, loads `side`'s cursor and takes the
+    /// next index of `counter`, that side's counter, as
+    /// [`crate::loom::take_index`] does: one CAS from the value read, or,
+    /// after a lost race and a wait, a fetch-and-add. The wait comes
+    /// unpinned (the pin and the cursor are taken again after it): a
+    /// thread preempted in it, which with more threads than cores the
+    /// microsecond's wait makes likely, then holds back no reclamation.
+    /// Returns the guard, the cursor (loaded before the index, as `find`
+    /// needs) and the value the index was taken from.
+    #[inline]
+    pub(crate) fn pin_and_take(
+        &self,
+        side: Side,
+        counter: &AtomicU64,
+        order: Ordering,
+    ) -> (Guard, *const Segment<C>, u64) {
+        let guard = self.pin();
+        let start = self.cursor(side, &guard);
+        let seen = counter.load(Ordering::Relaxed);
+        if crate::loom::claim_index_once(counter, seen, order) {
+            return (guard, start, seen);
+        }
+        drop(guard);
+        crate::loom::RaceBackoff::new().lost();
+        let guard = self.pin();
+        let start = self.cursor(side, &guard);
+        let taken = counter.fetch_add(1, order);
+        (guard, start, taken)
+    }
+
+    /// Whether `guard` keeps segment `id` of this list (for debug checks).
+    pub(crate) fn protects(&self, guard: &Guard, id: u64) -> bool {
+        guard.protects(self.domain(), id)
+    }
+
+    /// The id [`Segments::pin_at_cursor`] would read: a lower bound of the
+    /// id of the segment at `side`'s cursor, from a load that touches no
+    /// segment. With the cursor loaded after it, and an index of the side
+    /// loaded after the cursor, a segment whose id is both this bound and
+    /// the index's segment is the cursor's: the cursor never names a
+    /// segment past the side's counter (see [`Segments::find`]).
+    #[inline]
+    pub(crate) fn cursor_id(&self, side: Side) -> u64 {
+        // Acquire: as in `pin_at_cursor`.
+        self.cursors[side as usize].id.load(Ordering::Acquire)
     }
 
     /// The oldest live segment, for walks that visit every cell (close).
     #[inline]
     pub(crate) fn head(&self, guard: &Guard) -> *const Segment<C> {
-        debug_assert!(guard.covers(self.domain()), "not pinned on this list");
+        debug_assert!(
+            guard.covers(self.domain()),
+            "not pinned on all of this list"
+        );
         self.head.load(Ordering::Acquire)
     }
 
@@ -635,6 +739,9 @@ impl<C: SegmentCell> Segments<C> {
         if seg.id == target {
             return seg;
         }
+        // Moving a cursor may retire and reclaim, which reads `head` and
+        // the other side's cursor: not for a ranged pin.
+        debug_assert!(_guard.covers(self.domain()), "a walk needs an epoch pin");
         while seg.id < target {
             seg = self.next_or_grow(seg);
         }
@@ -656,6 +763,10 @@ impl<C: SegmentCell> Segments<C> {
         let target = index / SEGMENT_CELLS as u64;
         // SAFETY: `start` was reachable when loaded under `guard`.
         let mut seg = unsafe { &*start };
+        debug_assert!(
+            _guard.protects(self.domain(), seg.id),
+            "peek from a segment the pin does not keep"
+        );
         while seg.id < target {
             let next = seg.next.load(Ordering::Acquire);
             // SAFETY: linked from a segment we can reach under the guard.
@@ -773,17 +884,22 @@ impl<C: SegmentCell> Segments<C> {
 
     fn advance_cursor(&self, side: Side, to: &Segment<C>) {
         let cursor = &self.cursors[side as usize];
-        let mut cur = cursor.load(Ordering::Acquire);
+        let mut cur = cursor.at.load(Ordering::Acquire);
         // SAFETY (loop): cursors only name segments that are not yet
         // retired when loaded, and we are pinned.
         while unsafe { (*cur).id } < to.id {
-            match cursor.compare_exchange_weak(
+            match cursor.at.compare_exchange_weak(
                 cur,
                 to as *const _ as *mut _,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
                 Ok(_) => {
+                    // Release: pairs with `pin_at_cursor`'s Acquire. A
+                    // mover preempted before this store leaves the id
+                    // behind the cursor (a lower bound still) until the
+                    // next move, and the fast paths decline meanwhile.
+                    cursor.id.store(to.id, Ordering::Release);
                     self.retire_passed();
                     return;
                 }
@@ -796,8 +912,8 @@ impl<C: SegmentCell> Segments<C> {
     fn retire_passed(&self) {
         loop {
             let head = self.head.load(Ordering::Acquire);
-            let push = self.cursors[0].load(Ordering::Acquire);
-            let pop = self.cursors[1].load(Ordering::Acquire);
+            let push = self.cursors[0].at.load(Ordering::Acquire);
+            let pop = self.cursors[1].at.load(Ordering::Acquire);
             // SAFETY: all three are live under the caller's pin.
             let (h, min) = unsafe { ((*head).id, (*push).id.min((*pop).id)) };
             if h >= min {
@@ -838,11 +954,14 @@ impl<C: SegmentCell> Segments<C> {
     }
 
     /// Drops the list's reference on every retired segment whose grace
-    /// period is over (after trying to advance the epoch), oldest first,
-    /// unless another thread is at it.
+    /// period is over and that no ranged pin covers, oldest first, after
+    /// one scan of every thread's pin (which also tries to advance the
+    /// epoch), unless another thread is at it. A segment past its grace
+    /// period that a ranged pin still covers waits on `held` for a later
+    /// reclaim, and those after it are freed meanwhile.
     fn reclaim(&self) {
-        // Acquire: the previous reclaimer's moves of `retired` happen
-        // before our reads of it.
+        // Acquire: the previous reclaimer's moves of `retired` and `held`
+        // happen before our reads of them.
         if self
             .reclaiming
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -850,57 +969,105 @@ impl<C: SegmentCell> Segments<C> {
         {
             return;
         }
-        // The epoch as other threads left it, first: where several lists
-        // share the domain (a channel's and its permit queue's) or several
-        // threads retire, it may have moved two past our oldest tag
-        // already, and then no scan of every thread's pin is needed. A
-        // scan (a likely cache miss per thread) only for the oldest
-        // segment, and only if it is not yet expired: the segments after
-        // it are younger, and the one just retired is always too young.
-        // With one epoch for the process, scanning on every retirement, 16
-        // threads each on its own `bounded(100)` on 16 cores took 240 ns
-        // per message (one thread alone: 70-85); scanning so, 31 scans per
-        // 1000 messages fell to 4 and the time to 150-175
-        // (crossbeam-channel: 31-54 throughout).
-        let mut now = epoch::current(self.domain());
-        let mut oldest = true;
+        // Which segments this reclaim may judge: those retired before its
+        // scan, so that the scan's fence follows their unlinks (a ranged
+        // pin the scan misses then loaded its cursor after them, past them).
+        // The epoch first, as other threads left it, then the tags: only
+        // segments that one more advance would expire can be freed after
+        // the scan; the rest (younger, as every later one) wait for the next
+        // reclaim. One scan per reclaim, for the oldest segment or the
+        // held ones: with one epoch for the process, scanning on every
+        // retirement, 16 threads each on its own `bounded(100)` on 16 cores
+        // took 240 ns per message (one thread alone: 70-85); scanning once
+        // per reclaim, 150-175 (crossbeam-channel: 31-54 throughout).
+        let before = epoch::current(self.domain());
         // Relaxed: only the holder of `reclaiming` writes it.
-        let mut p = self.retired.load(Ordering::Relaxed);
+        let oldest = self.retired.load(Ordering::Relaxed);
+        let mut judged = 0;
+        let mut p = oldest;
         loop {
-            // SAFETY: `retired` holds the list's reference on `p`, which
-            // only we may drop (below).
+            // SAFETY: `retired` holds the list's reference on `oldest` and
+            // on each retired segment after it, which only we may drop.
             let seg = unsafe { &*p };
             // Acquire: pairs with the retirer's Release store, so the
-            // retirement (the unlink, `spares`) happens before the free.
+            // retirement (the unlink, `spares`) happens before the scan
+            // and the free.
             let tagged = seg.retired_at.load(Ordering::Acquire);
             // Untagged: still linked, or its retirer has not read the
             // epoch yet (a later reclaim, its own or the next retirer's,
             // takes it).
-            if tagged == UNTAGGED {
+            if tagged == UNTAGGED || !expired(tagged, before.wrapping_add(1)) {
                 break;
             }
-            if !expired(tagged, now) {
-                if !oldest {
-                    break;
-                }
-                now = epoch::advance(self.domain());
+            judged += 1;
+            // Retired, so both cursors went past it and `next` is set.
+            p = seg.next.load(Ordering::Acquire);
+        }
+        // SAFETY: `held` is ours while we hold `reclaiming`.
+        let held = unsafe { self.held.with_mut(|h| *h) };
+        let tagged = unsafe { &*oldest }.retired_at.load(Ordering::Relaxed) != UNTAGGED;
+        if tagged || !held.is_null() {
+            let (now, ranges) = epoch::scan(self.domain());
+            self.free_held(&ranges);
+            let mut p = oldest;
+            for _ in 0..judged {
+                // SAFETY: as above.
+                let seg = unsafe { &*p };
+                let tagged = seg.retired_at.load(Ordering::Relaxed);
                 if !expired(tagged, now) {
                     break;
                 }
+                let next = seg.next.load(Ordering::Acquire);
+                self.retired.store(next, Ordering::Relaxed);
+                if ranges.cover(seg.id) {
+                    // SAFETY: `held` and the segment's `held_next` are
+                    // ours while we hold `reclaiming`; the list's
+                    // reference moves to `held` with it.
+                    unsafe {
+                        seg.held_next.with_mut(|n| *n = self.held.with_mut(|h| *h));
+                        self.held.with_mut(|h| *h = p);
+                    }
+                } else {
+                    // SAFETY: the epoch is two past the tag, so no thread
+                    // pinned by epoch before the unlink is still pinned
+                    // (`epoch` module docs), no ranged pin covers it (the
+                    // scan came after the unlink), and none pinned since
+                    // can reach `p`; the list's reference is ours to drop,
+                    // once (`retired` has moved past it).
+                    unsafe { Segment::release_ref(p) };
+                }
+                p = next;
             }
-            oldest = false;
-            // Retired, so both cursors went past it and `next` is set.
-            let next = seg.next.load(Ordering::Acquire);
-            self.retired.store(next, Ordering::Relaxed);
-            // SAFETY: the epoch is two past the tag, so no thread pinned
-            // before the unlink is still pinned (`epoch` module docs), and
-            // none pinned since can reach `p`; the list's reference is
-            // ours to drop, once (`retired` has moved past it).
-            unsafe { Segment::release_ref(p) };
-            p = next;
         }
-        // Release: our moves of `retired` happen before the next holder's.
+        // Release: our moves of `retired` and `held` happen before the
+        // next holder's.
         self.reclaiming.store(false, Ordering::Release);
+    }
+
+    /// Frees the held segments that `ranges`, from a scan after their
+    /// retirement, no longer covers. Called by the holder of `reclaiming`.
+    fn free_held(&self, ranges: &crate::epoch::Ranges) {
+        // SAFETY (all accesses to `held` and `held_next`): ours while we
+        // hold `reclaiming`.
+        let mut link: *const UnsafeCell<*mut Segment<C>> = &self.held;
+        loop {
+            let p = unsafe { (*link).with_mut(|h| *h) };
+            if p.is_null() {
+                return;
+            }
+            // SAFETY: a held segment keeps the list's reference.
+            let seg = unsafe { &*p };
+            let next = unsafe { seg.held_next.with_mut(|n| *n) };
+            if ranges.cover(seg.id) {
+                link = &seg.held_next;
+            } else {
+                unsafe { (*link).with_mut(|h| *h = next) };
+                // SAFETY: past its grace period when it was held, and no
+                // ranged pin covers it now (the scan came after its
+                // retirement); the list's reference, unlinked just above.
+                unsafe { Segment::release_ref(p) };
+            }
+        }
     }
 
     /// Visits every cell of every live segment (from `head`), in order.
@@ -930,6 +1097,15 @@ impl<C> Drop for Segments<C> {
             // (parked waiters cannot exist without a handle). Segments
             // retired and not yet reclaimed are freed here with the rest.
             let next = unsafe { (*p).next.load(Ordering::Relaxed) };
+            drop(unsafe { Box::from_raw(p) });
+            p = next;
+        }
+        // The held ones, retired before `retired` and linked apart.
+        // SAFETY: `&mut self`: no reclaimer runs.
+        let mut p = self.held.with_mut(|h| unsafe { *h });
+        while !p.is_null() {
+            // SAFETY: as above; a held segment is on no other list.
+            let next = unsafe { (*p).held_next.with_mut(|n| *n) };
             drop(unsafe { Box::from_raw(p) });
             p = next;
         }
@@ -1034,7 +1210,7 @@ impl<C> Drop for LazySegments<C> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{remap, SEGMENT_CELLS};
+    use super::*;
 
     /// Every index of a segment gets its own place, and neighbours land on
     /// different cache lines when cells share lines.
@@ -1060,6 +1236,99 @@ mod tests {
         }
     }
 
+    /// A cell with nothing in it, for the reclamation tests.
+    struct Plain(#[allow(dead_code)] u64);
+
+    impl SegmentCell for Plain {
+        unsafe fn init(slot: *mut Self) {
+            // SAFETY: per the trait, `slot` is valid and unshared.
+            unsafe { slot.write(Plain(0)) }
+        }
+    }
+
+    /// Retired segments the list still holds: the chain from `retired` up
+    /// to `head`, and the held ones. (Read by the only thread that walks.)
+    fn kept(list: &Segments<Plain>) -> (usize, usize) {
+        let head = list.head.load(Ordering::Acquire);
+        let mut p = list.retired.load(Ordering::Acquire);
+        let mut chain = 0;
+        while p != head {
+            chain += 1;
+            // SAFETY: the list's reference keeps every segment on the chain.
+            p = unsafe { (*p).next.load(Ordering::Acquire) };
+        }
+        let mut held = 0;
+        // SAFETY: no reclaim runs concurrently (this thread walks alone).
+        let mut p = list.held.with_mut(|h| unsafe { *h });
+        while !p.is_null() {
+            held += 1;
+            // SAFETY: as above.
+            p = unsafe { (*p).held_next.with_mut(|n| *n) };
+        }
+        (chain, held)
+    }
+
+    /// Walks both sides `segments` segments on, one index at a time, as
+    /// sends and receives take them (epoch pins, cursors before indices).
+    fn walk(list: &Segments<Plain>, counters: &[AtomicU64; 2], segments: usize) {
+        for _ in 0..segments * SEGMENT_CELLS {
+            let guard = list.pin();
+            for side in [Side::Push, Side::Pop] {
+                let start = list.cursor(side, &guard);
+                let index = counters[side as usize].fetch_add(1, Ordering::Relaxed);
+                list.find(side, start, index, &guard);
+            }
+        }
+    }
+
+    /// What a thread stopped inside an operation holds back while the
+    /// others go on: pinned on its cursor's segment alone (the fast
+    /// paths), that one segment, which the list frees once it unpins; by
+    /// epoch (the general paths), every segment retired meanwhile.
+    #[test]
+    fn a_thread_pinned_on_one_segment_holds_back_only_that_one() {
+        for ranged in [true, false] {
+            let list = Segments::<Plain>::new();
+            let counters = [AtomicU64::new(0), AtomicU64::new(0)];
+            let (pinned, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let guard = if ranged {
+                        let (guard, at) = list.pin_at_cursor(Side::Pop, true);
+                        assert_eq!(at, 0);
+                        guard
+                    } else {
+                        list.pin()
+                    };
+                    pinned.wait();
+                    release.wait();
+                    drop(guard);
+                });
+                pinned.wait();
+                walk(&list, &counters, 200);
+                let (chain, held) = kept(&list);
+                if ranged {
+                    assert_eq!(held, 1, "the pinned segment is held");
+                    assert!(
+                        chain <= 3 * RECLAIM_EVERY as usize,
+                        "{chain} retired segments kept"
+                    );
+                } else {
+                    assert!(chain >= 190, "an epoch pin let {chain} of 200 go");
+                }
+                release.wait();
+            });
+            // Unpinned: the next reclaims free what was held.
+            walk(&list, &counters, 3 * RECLAIM_EVERY as usize);
+            let (chain, held) = kept(&list);
+            assert_eq!(held, 0);
+            assert!(
+                chain <= 3 * RECLAIM_EVERY as usize,
+                "{chain} retired segments kept"
+            );
+        }
+    }
+
     #[test]
     fn remap_is_a_permutation() {
         check::<[u8; 8]>();
@@ -1078,6 +1347,12 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_models {
     use super::*;
+
+    /// Loom's branch limit for these models, as `tests/loom/main.rs` sets
+    /// it: a walk over four segments, each retirement reclaiming (under
+    /// loom) with a scan of every pin, passes loom's default of 1 000 with
+    /// `loom_rmw_loads`, where every load is a branch.
+    const MAX_BRANCHES: usize = 20_000;
 
     /// A cell whose value a reader reads and whose reset (when its segment
     /// is reused or freed) overwrites it, in a loom cell, so that loom
@@ -1144,6 +1419,7 @@ mod loom_models {
     fn pinned_reader_keeps_a_retired_segment_from_reuse() {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(3);
+        builder.max_branches = MAX_BRANCHES;
         builder.check(|| {
             let list = std::sync::Arc::new(Segments::<Watched>::new());
             let reader = spawn_head_reader(list.clone());
@@ -1181,6 +1457,7 @@ mod loom_models {
     fn a_list_in_the_same_domain_moves_the_epoch_and_the_reader_still_holds() {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(2);
+        builder.max_branches = MAX_BRANCHES;
         builder.check(|| {
             let list = std::sync::Arc::new(Segments::<Watched>::new());
             let mut other = Segments::<Watched>::new();
@@ -1207,7 +1484,7 @@ mod loom_models {
     fn check_with_a_spinning_reader(model: impl Fn() + Sync + Send + 'static) {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(2);
-        builder.max_branches = 20_000;
+        builder.max_branches = MAX_BRANCHES;
         builder.check(model);
     }
 
@@ -1293,6 +1570,95 @@ mod loom_models {
         });
     }
 
+    /// Takes the next index on both sides, as a send and a receive would
+    /// (the cursor loaded before the index, one epoch pin): both cursors
+    /// move on, retiring and reclaiming what they pass.
+    fn take_next_on_both_sides(list: &Segments<Watched>, counters: &[AtomicU64; 2]) {
+        let guard = list.pin();
+        for side in [Side::Push, Side::Pop] {
+            let start = list.cursor(side, &guard);
+            let index = counters[side as usize].fetch_add(1, Ordering::Relaxed);
+            list.find(side, start, index, &guard);
+        }
+    }
+
+    /// Bound 3. A reader makes the fast paths' look at the receivers'
+    /// cursor, pinned on that segment alone (`pin_at_cursor`: the id
+    /// bound, the pin, the cursor, then R): if R lies in the bound's
+    /// segment, it reads a cell there. Meanwhile the main thread takes
+    /// indices on both sides across four segments, so segments retire,
+    /// are reclaimed and reused from the pool (one spare under loom),
+    /// overwriting their cells. The ranged pin holds no epoch back, so
+    /// only its cover keeps that segment (checked: a reclaim that ignores
+    /// the ranged pins' cover lets loom see the read and a reset
+    /// unordered; an id bound stored before its cursor moves, so that it
+    /// can name a segment past the cursor, has the reader read a segment
+    /// reused under it).
+    #[test]
+    fn ranged_pin_keeps_its_segment() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.max_branches = MAX_BRANCHES;
+        builder.check(|| {
+            let counters = [AtomicU64::new(0), AtomicU64::new(0)];
+            let shared = std::sync::Arc::new((Segments::<Watched>::new(), counters));
+            let view = shared.clone();
+            let reader = loom::thread::spawn(move || {
+                let (list, counters) = &*view;
+                for _ in 0..2 {
+                    let (guard, at) = list.pin_at_cursor(Side::Pop, true);
+                    let start = list.cursor(Side::Pop, &guard);
+                    let r = counters[Side::Pop as usize].load(Ordering::Relaxed);
+                    if r / SEGMENT_CELLS as u64 == at {
+                        // SAFETY: the cursor is segment `at`, which the pin
+                        // covers.
+                        assert_still(unsafe { &*start }, at);
+                    }
+                }
+            });
+            let (list, counters) = &*shared;
+            for _ in 0..4 * SEGMENT_CELLS {
+                take_next_on_both_sides(list, counters);
+            }
+            reader.join().unwrap();
+        });
+    }
+
+    /// Bound 3. As above with the wider cover (`pin_at_cursor` with
+    /// `only` false, as a receiver that watches a cell past its cursor's
+    /// segment pins): the reader peeks from the cursor to the next
+    /// segment, if the list reaches it, and reads a cell there, while the
+    /// main thread walks six segments, far enough for that one to be
+    /// reused (checked: a reclaim that ignores the cover, and a wide pin
+    /// announced as covering its first segment only, both let loom see
+    /// the read and a reset unordered).
+    #[test]
+    fn wide_ranged_pin_keeps_what_lies_past_the_cursor() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(3);
+        builder.max_branches = MAX_BRANCHES;
+        builder.check(|| {
+            let counters = [AtomicU64::new(0), AtomicU64::new(0)];
+            let shared = std::sync::Arc::new((Segments::<Watched>::new(), counters));
+            let view = shared.clone();
+            let reader = loom::thread::spawn(move || {
+                let (list, counters) = &*view;
+                let (guard, _) = list.pin_at_cursor(Side::Pop, false);
+                let start = list.cursor(Side::Pop, &guard);
+                let r = counters[Side::Pop as usize].load(Ordering::Relaxed);
+                let ahead = r + SEGMENT_CELLS as u64;
+                if let Some(seg) = list.peek(start, ahead, &guard) {
+                    assert_still(seg, ahead / SEGMENT_CELLS as u64);
+                }
+            });
+            let (list, counters) = &*shared;
+            for _ in 0..6 * SEGMENT_CELLS {
+                take_next_on_both_sides(list, counters);
+            }
+            reader.join().unwrap();
+        });
+    }
+
     /// Bound 2 (1 with `loom_rmw_loads`: 2 took 160 s in a first form of
     /// this model). Two
     /// threads take indices on both sides across three segments at once,
@@ -1306,6 +1672,7 @@ mod loom_models {
     fn concurrent_reclaimers_drop_each_segment_once() {
         let mut builder = loom::model::Builder::new();
         builder.preemption_bound = Some(if cfg!(loom_rmw_loads) { 1 } else { 2 });
+        builder.max_branches = MAX_BRANCHES;
         builder.check(|| {
             // Each side's indices, taken as operations take them: the
             // cursor loaded first, then the index (`find`'s contract).

@@ -127,8 +127,9 @@ impl<T> Channel<T> {
     pub(crate) unsafe fn try_recv_at_cursor_first(&self, out: *mut T) -> Result<(), RecvStop> {
         // (The kinds `take_buffered` serves: no pin for the others.)
         if matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. })
-            && self.take_buffered(&self.cells.pin(), out, false)
+            && self.take_at_cursor(out, false)
         {
+            self.release_permit();
             return Ok(());
         }
         // SAFETY: the caller's contract.
@@ -159,8 +160,9 @@ impl<T> Channel<T> {
     #[inline(never)]
     unsafe fn try_take(&self, out: *mut T, waiting: u64) -> Result<(), RecvStop> {
         if matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. })
-            && self.take_buffered(&self.cells.pin(), out, false)
+            && self.take_at_cursor(out, false)
         {
+            self.release_permit();
             if waiting > 1 && !self.receivers.backlog.load(Ordering::Relaxed) {
                 self.receivers.backlog.store(true, Ordering::Relaxed);
             }
@@ -194,11 +196,21 @@ impl<T> Channel<T> {
     #[inline(never)]
     fn recv_unbounded(&self, deadline: Option<Instant>) -> RecvResult<T> {
         let mut out = MaybeUninit::<T>::uninit();
-        if self.take_buffered(&self.cells.pin(), out.as_mut_ptr(), true) {
+        // (No permit to return: unbounded.)
+        if self.take_at_cursor(out.as_mut_ptr(), true) {
             // SAFETY: `take_buffered` moved a message into `out`.
             return Ok(unsafe { out.assume_init() });
         }
         self.recv(Wait::Until(deadline))
+    }
+
+    /// [`Channel::take_buffered`] pinned on the receivers' cursor segment
+    /// alone ([`Segments::pin_at_cursor`]); the caller returns a bounded
+    /// channel's permit.
+    #[inline(always)]
+    fn take_at_cursor(&self, out: *mut T, wait_on_loss: bool) -> bool {
+        let (guard, at) = self.cells.pin_at_cursor(Side::Pop, true);
+        self.take_buffered((&guard, at), out, wait_on_loss)
     }
 
     /// The receive of a message already waiting in the next cell, when that
@@ -217,18 +229,28 @@ impl<T> Channel<T> {
     /// caught up with the producer and waited on nearly every message.
     /// Where it is now, that shape ran 28 ns against 31.
     #[inline(always)]
-    fn take_buffered(&self, guard: &epoch::Guard, out: *mut T, wait_on_loss: bool) -> bool {
+    fn take_buffered(&self, pin: (&epoch::Guard, u64), out: *mut T, wait_on_loss: bool) -> bool {
         if !matches!(self.kind, Kind::Unbounded | Kind::Bounded { .. }) {
             return false;
         }
+        // `at`: the cursor's id bound, read before the cursor (by
+        // `pin_at_cursor`, or by the caller under a wider pin),
+        // then R: if the bound is R's segment, so is the cursor (see
+        // `Segments::cursor_id`), and the guard covers it.
+        let (guard, at) = pin;
         let start = self.cells.cursor(Side::Pop, guard);
         let r = self.receivers.count.load(Ordering::Relaxed);
-        // SAFETY: the cursor was loaded under `guard`.
-        let seg = unsafe { &*start };
         // (A closing mark in R: `recv_into` looks at the close.)
-        if r & CLOSED_BIT != 0 || !seg.holds(r) {
+        if r & CLOSED_BIT != 0 || r / SEGMENT_CELLS as u64 != at {
             return false;
         }
+        debug_assert!(
+            self.cells.protects(guard, at),
+            "the pin does not keep the cursor"
+        );
+        // SAFETY: the cursor was loaded under `guard`, and is segment `at`.
+        let seg = unsafe { &*start };
+        debug_assert!(seg.holds(r), "the cursor is not at the index's segment");
         let cell = seg.cell(r);
         // Acquire: the sender's value is visible once BUFFERED is.
         if cell.state.load(Ordering::Acquire) != BUFFERED {
@@ -245,7 +267,7 @@ impl<T> Channel<T> {
         // SAFETY: BUFFERED was read with Acquire, and index `r` is ours;
         // only its receiver moves a BUFFERED cell on, so the cell still
         // holds the value we saw.
-        unsafe { self.take_message(cell, out) };
+        unsafe { Self::move_message(cell, out) };
         true
     }
 
@@ -259,10 +281,23 @@ impl<T> Channel<T> {
     #[inline(always)]
     unsafe fn take_message(&self, cell: &Cell<T>, out: *mut T) {
         // SAFETY: per the contract.
+        unsafe { Self::move_message(cell, out) };
+        self.release_permit();
+    }
+
+    /// [`Channel::take_message`] but for the permit, which a receive under
+    /// a ranged pin returns once unpinned: serving a queued sender works on
+    /// the permit queue, outside the pin's cover (a pin nested there would
+    /// become the wildcard).
+    ///
+    /// # Safety
+    /// As [`Channel::take_message`].
+    #[inline(always)]
+    unsafe fn move_message(cell: &Cell<T>, out: *mut T) {
+        // SAFETY: per the contract.
         unsafe { cell.read_into(out) };
         // Relaxed: nobody reads a DONE cell's slot.
         cell.state.store(DONE, Ordering::Relaxed);
-        self.release_permit();
     }
 
     /// Decides "empty" and "closed and drained" from reads alone.
@@ -331,7 +366,7 @@ impl<T> Channel<T> {
                 return recv_counted(count, mode).map(|msg| unsafe { out.write(msg) });
             }
         }
-        let mut pinned = match mode {
+        let look = match mode {
             // Not on a rendezvous channel: its sender waits for a receiver
             // anyway, and sees only one that took an index, so a receiver
             // waiting without one makes both wait (Go's producer/consumer
@@ -341,15 +376,21 @@ impl<T> Channel<T> {
             }
             // (Here, not inlined in `recv_to`: there it made the failing
             // `try_recv` in front of it a call again, 0.6 -> 1.2 ns.)
-            Mode::Try => Some(self.cells.pin()),
+            // Pinned on the cursor's segment alone, as `try_take` (so that
+            // loom, which skips that attempt, checks this one's protocol).
+            Mode::Try => Some(self.cells.pin_at_cursor(Side::Pop, true)),
             _ => None,
         };
-        if let Some(guard) = &pinned {
-            if self.take_buffered(guard, out, true) {
+        // Both kinds of pin are ranged: the general path below pins afresh.
+        let looked = look.is_some();
+        if let Some((guard, at)) = look {
+            if self.take_buffered((&guard, at), out, true) {
+                drop(guard);
+                self.release_permit();
                 return Ok(());
             }
         }
-        if pinned.is_none() && !matches!(mode, Mode::Try) && self.may_adopt(Side::Pop) {
+        if !looked && !matches!(mode, Mode::Try) && self.may_adopt(Side::Pop) {
             if let Some(done) = self.recv_adopting(mode, out) {
                 return done;
             }
@@ -360,9 +401,9 @@ impl<T> Channel<T> {
                     return Err(RecvStop::Fail(fail));
                 }
             }
-            let mut guard = pinned.take().unwrap_or_else(|| self.cells.pin());
-            let start = self.cells.cursor(Side::Pop, &guard);
-            let taken = take_index(&self.receivers.count, Ordering::Relaxed);
+            let (mut guard, start, taken) =
+                self.cells
+                    .pin_and_take(Side::Pop, &self.receivers.count, Ordering::Relaxed);
             let r = count(taken);
             // Past the close, no send takes this index: answer before the
             // walk to its cell, which would grow the list for good (a
@@ -495,21 +536,36 @@ impl<T> Channel<T> {
     /// measured). A receiver that waits without an index lets whichever
     /// receiver is running take the next message. Read only: the fast
     /// paths are unchanged, and so is the protocol (loom skips the wait).
-    fn await_sender(&self, deadline: Option<Instant>) -> Option<epoch::Guard> {
+    fn await_sender(&self, deadline: Option<Instant>) -> Option<(epoch::Guard, u64)> {
         if cfg!(loom) {
             return None;
         }
+        // Pinned on the cursor's segment alone, where the next cell lies in
+        // it (31 receives in 32), so that a receiver preempted while it
+        // spins holds back that one segment; else from the cursor on.
         // Relaxed (all loads here): a hint; the fetch-and-add that follows
         // decides. Cursor first: it must not be past the index read next.
-        let guard = self.cells.pin();
+        let (guard, at) = self.cells.pin_at_cursor(Side::Pop, true);
         let start = self.cells.cursor(Side::Pop, &guard);
         let r = count(self.receivers.count.load(Ordering::Relaxed));
+        let (guard, narrow, r, seg) = if r / SEGMENT_CELLS as u64 == at {
+            // SAFETY: the cursor is segment `at` (see `Segments::cursor_id`),
+            // which `guard` covers.
+            (guard, true, r, Some(unsafe { &*start }))
+        } else {
+            drop(guard);
+            let (guard, _) = self.cells.pin_at_cursor(Side::Pop, false);
+            let start = self.cells.cursor(Side::Pop, &guard);
+            let r = count(self.receivers.count.load(Ordering::Relaxed));
+            let seg = self.cells.peek(start, r, &guard);
+            (guard, false, r, seg)
+        };
         // Watch the cell, not `senders`: its sender writes it once anyway,
         // while a read of `senders` per receive pulls that line away from
         // the next send's fetch-and-add (measured, one producer and one
         // consumer on an unbounded channel: 150 ns per message reading
         // `senders` first, 60 ns without). `closed_at` is written only by a close.
-        let Some(seg) = self.cells.peek(start, r, &guard) else {
+        let Some(seg) = seg else {
             // The list does not reach the cell yet (an empty channel at a
             // segment boundary): watch the count instead.
             drop(guard);
@@ -526,7 +582,14 @@ impl<T> Channel<T> {
             state.load(Ordering::Relaxed) != EMPTY || self.closed_at.load(Ordering::Relaxed) != 0
         };
         if ready() || spin(ready) {
-            return Some(guard);
+            // The cursor's id bound for `take_buffered`: the one this pin
+            // covers alone, or any read under the wider pin.
+            let at = if narrow {
+                at
+            } else {
+                self.cells.cursor_id(Side::Pop)
+            };
+            return Some((guard, at));
         }
         // Past a brief spin, a reference, not the pin, keeps the segment
         // alive: a pin held through a time slice would stall reclamation.

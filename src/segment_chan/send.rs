@@ -199,7 +199,7 @@ impl<T> Channel<T> {
     ///
     /// # Safety
     /// As [`Channel::send_permitted`].
-    #[inline]
+    #[inline(always)]
     unsafe fn send_buffered(&self, msg: *mut T) -> Result<(), Fail> {
         // SAFETY (both): per the contract.
         match unsafe { self.deposit_at_cursor(msg) } {
@@ -216,18 +216,31 @@ impl<T> Channel<T> {
     /// cell is settled as the full path settles it (a receiver may be
     /// parked there, or may have given it up).
     ///
+    /// Pinned on the cursor's segment alone ([`Segments::pin_at_cursor`]):
+    /// a sender preempted here keeps that one segment from being freed,
+    /// not every segment the channel retires meanwhile. The segment is
+    /// known without reading it: its id is the bound the pin read, and the
+    /// index's segment (see [`Segments::cursor_id`]); otherwise the
+    /// attempt declines without touching it.
+    ///
     /// # Safety
     /// As [`Channel::send_permitted`].
     #[inline(always)]
     unsafe fn deposit_at_cursor(&self, msg: *mut T) -> Option<Result<(), Fail>> {
-        let guard = self.cells.pin();
+        let (guard, at) = self.cells.pin_at_cursor(Side::Push, true);
         let start = self.cells.cursor(Side::Push, &guard);
         let s = self.senders.load(Ordering::Relaxed);
-        // SAFETY: the cursor was loaded under `guard`.
-        let seg = unsafe { &*start };
-        if s & CLOSED_BIT != 0 || !seg.holds(s) {
+        if s & CLOSED_BIT != 0 || s / SEGMENT_CELLS as u64 != at {
             return None;
         }
+        debug_assert!(
+            self.cells.protects(&guard, at),
+            "the pin does not keep the cursor"
+        );
+        // SAFETY: the cursor was loaded under `guard`, and is the segment
+        // `at`, which `guard` covers.
+        let seg = unsafe { &*start };
+        debug_assert!(seg.holds(s), "the cursor is not at the index's segment");
         // Relaxed, as in `send_buffered_walk`.
         if !claim_index(&self.senders, s, Ordering::Relaxed) {
             return None;
@@ -270,11 +283,11 @@ impl<T> Channel<T> {
     #[inline(never)]
     unsafe fn send_buffered_walk(&self, msg: *mut T) -> Result<(), Fail> {
         loop {
-            let guard = self.cells.pin();
-            let start = self.cells.cursor(Side::Push, &guard);
             // Relaxed: the cell CAS carries the data; the closed bit is read
             // from this RMW, which is ordered with the closer's `fetch_or`.
-            let s = take_index(&self.senders, Ordering::Relaxed);
+            let (guard, start, s) =
+                self.cells
+                    .pin_and_take(Side::Push, &self.senders, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
                 return Err(Fail::Closed);
             }
@@ -361,9 +374,9 @@ impl<T> Channel<T> {
                 }
             }
             skipped = true;
-            let mut guard = self.cells.pin();
-            let start = self.cells.cursor(Side::Push, &guard);
-            let s = take_index(&self.senders, Ordering::Relaxed);
+            let (mut guard, start, s) =
+                self.cells
+                    .pin_and_take(Side::Push, &self.senders, Ordering::Relaxed);
             if s & CLOSED_BIT != 0 {
                 return Err(SendStop::Fail(Fail::Closed));
             }
