@@ -32,13 +32,15 @@
 //! safe, and not taken by the channels' operations (a bounded channel's
 //! permit queue pins in its channel's domain).
 //!
-//! Ranged pins ([`pin_ranged`]): a segment list's fast paths announce the
-//! ids of the segments they can reach (the one at their cursor, or every
-//! one from it on) instead of an epoch. They hold back no epoch; a list's
-//! reclaim ([`scan`]) keeps what they cover and frees the rest. So a
-//! thread preempted mid-operation in a fast path keeps one segment, where
-//! an epoch pin keeps everything its list retires until the thread runs
-//! again. Any pin nested in a ranged one turns it into the wildcard.
+//! Ranged pins ([`pin_ranged`]): a segment list's sends and receives
+//! announce the ids of the segments they can reach (the one at their
+//! cursor, or every one from it on, narrowed to those up to their index
+//! once it is known: [`Guard::narrow_to`]) instead of an epoch. They hold
+//! back no epoch; a list's reclaim ([`scan`]) keeps what they cover and
+//! frees the rest. So a thread preempted mid-operation keeps its few
+//! segments, where an epoch pin keeps everything its list retires until
+//! the thread runs again. Any pin nested in a ranged one turns it into the
+//! wildcard.
 //!
 //! [`retire`] takes a lock; only Lscq's rings use it, once per ring. A
 //! segment list keeps its retired segments itself and needs no lock here
@@ -378,6 +380,28 @@ impl Local {
         }
     }
 
+    /// Narrows an outermost wide ranged pin in `domain` to the ids up to
+    /// `last` (see [`Guard::narrow_to`]).
+    #[inline]
+    fn narrow_to(&self, domain: &Domain, last: u64) {
+        if self.depth.get() != 1 || !ptr::eq(self.outer.get(), domain) {
+            return;
+        }
+        let word = self.announced();
+        if word & RANGED == 0 || (word >> SPAN_SHIFT) & UNBOUNDED != UNBOUNDED {
+            return;
+        }
+        let lo = word >> LO_SHIFT;
+        let span = past(last, lo);
+        if span < UNBOUNDED {
+            let narrowed = (word & !(UNBOUNDED << SPAN_SHIFT)) | span << SPAN_SHIFT;
+            // Relaxed: the pin stops covering only segments this thread
+            // has not reached, so nothing of ours need be ordered before
+            // a collector that reads the narrower cover.
+            self.state.store(narrowed, Ordering::Relaxed);
+        }
+    }
+
     /// Whether the thread's pins cover all of `domain` now (an epoch pin
     /// in it, or the wildcard; not a ranged pin).
     fn covers(&self, domain: &Domain) -> bool {
@@ -659,6 +683,19 @@ impl Guard {
         // SAFETY: as in `drop`.
         let local = unsafe { &*self.local };
         local.depth.get() > 0 && (ptr::eq(local.outer.get(), domain) || local.outer.get().is_null())
+    }
+
+    /// Narrows a wide ranged pin (every id from its first on) to the ids
+    /// from its first to `last`, once its user knows it reaches no
+    /// further: a walk to the segment of an index it has taken. A thread
+    /// preempted after this keeps those segments alone, where the wide pin
+    /// kept everything its list retired meanwhile. Nothing changes unless
+    /// the guard is the thread's only pin, a wide ranged one in `domain`,
+    /// and `last` lies within the span an announcement can name.
+    #[inline]
+    pub(crate) fn narrow_to(&self, domain: &Domain, last: u64) {
+        // SAFETY: as in `drop`.
+        unsafe { &*self.local }.narrow_to(domain, last)
     }
 
     /// Whether this thread's pins keep segment `id` of a list in `domain`

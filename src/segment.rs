@@ -12,12 +12,16 @@
 //! Operations in flight are pinned ([`crate::epoch`]) in the list's own
 //! domain ([`Segments::pin`]), which delays the free until they have
 //! finished; a thread pinned on another list (preempted mid-operation, say)
-//! delays nothing here. The fast paths, which settle in the segment at
-//! their side's cursor, pin on that segment alone
-//! ([`Segments::pin_at_cursor`]): such a pin names segment ids, not an
-//! epoch, so a thread preempted inside one keeps its own segment and
-//! lets the list free every other it retires (a reclaim leaves a covered
-//! segment on `held` and frees those after it). A thread parked in a cell holds no pin (a long
+//! delays nothing here. Sends and receives pin by range: the fast paths,
+//! which settle in the segment at their side's cursor, on that segment
+//! alone ([`Segments::pin_at_cursor`]), the general ones on the segments
+//! from their cursor to their index ([`Segments::pin_and_take`], narrowed
+//! by [`Segments::find`]). Such a pin names segment ids, not an epoch, so
+//! a thread preempted inside one keeps its own segments and lets the list
+//! free every other it retires (a reclaim leaves a covered segment on
+//! `held` and frees those after it); retiring needs no pin (it runs under
+//! `reclaiming`). Walks that may reach `head` (a close's visit of every
+//! cell) still pin by epoch. A thread parked in a cell holds no pin (a long
 //! park would stall the list's reclamation); it holds a reference on the
 //! segment instead (`refs`): the list's own reference is dropped once the
 //! epoch has moved two past the segment's retirement, and whoever drops the
@@ -661,7 +665,8 @@ impl<C: SegmentCell> Segments<C> {
         (epoch::pin_ranged(self.domain(), id, only), id)
     }
 
-    /// Pins, loads `side`'s cursor and takes the
+    /// Pins by range from `side`'s cursor on (wide: [`Segments::find`]
+    /// narrows it to the index's segment), loads the cursor and takes the
     /// next index of `counter`, that side's counter, as
     /// [`crate::loom::take_index`] does: one CAS from the value read, or,
     /// after a lost race and a wait, a fetch-and-add. The wait comes
@@ -677,7 +682,7 @@ impl<C: SegmentCell> Segments<C> {
         counter: &AtomicU64,
         order: Ordering,
     ) -> (Guard, *const Segment<C>, u64) {
-        let guard = self.pin();
+        let (guard, _) = self.pin_at_cursor(side, false);
         let start = self.cursor(side, &guard);
         let seen = counter.load(Ordering::Relaxed);
         if crate::loom::claim_index_once(counter, seen, order) {
@@ -685,7 +690,7 @@ impl<C: SegmentCell> Segments<C> {
         }
         drop(guard);
         crate::loom::RaceBackoff::new().lost();
-        let guard = self.pin();
+        let (guard, _) = self.pin_at_cursor(side, false);
         let start = self.cursor(side, &guard);
         let taken = counter.fetch_add(1, order);
         (guard, start, taken)
@@ -731,22 +736,29 @@ impl<C: SegmentCell> Segments<C> {
         side: Side,
         start: *const Segment<C>,
         index: u64,
-        _guard: &Guard,
+        guard: &Guard,
     ) -> &Segment<C> {
         let target = index / SEGMENT_CELLS as u64;
+        // The walk reaches no further than the index's segment (nor does
+        // the cursor's move: `advance_cursor`; retiring needs no pin), so
+        // a wide ranged pin (`pin_and_take`) keeps only the segments up to
+        // there from now on.
+        guard.narrow_to(self.domain(), target);
+        debug_assert!(
+            self.protects(guard, target),
+            "the pin does not keep the index's segment"
+        );
         // SAFETY: `start` was reachable when loaded under `guard`.
-        let mut seg = unsafe { &*start };
+        let first = unsafe { &*start };
+        let mut seg = first;
         if seg.id == target {
             return seg;
         }
-        // Moving a cursor may retire and reclaim, which reads `head` and
-        // the other side's cursor: not for a ranged pin.
-        debug_assert!(_guard.covers(self.domain()), "a walk needs an epoch pin");
         while seg.id < target {
             seg = self.next_or_grow(seg);
         }
         debug_assert_eq!(seg.id, target, "walk started past its index");
-        self.advance_cursor(side, seg);
+        self.advance_cursor(side, first, seg);
         seg
     }
 
@@ -882,21 +894,31 @@ impl<C: SegmentCell> Segments<C> {
         }
     }
 
-    fn advance_cursor(&self, side: Side, to: &Segment<C>) {
+    /// Moves `side`'s cursor forward to `to`, the end of a walk from
+    /// `from` (loaded from that cursor before), unless it is there or past
+    /// it already; then retires what both cursors have passed.
+    fn advance_cursor(&self, side: Side, from: &Segment<C>, to: &Segment<C>) {
         let cursor = &self.cursors[side as usize];
-        let mut cur = cursor.at.load(Ordering::Acquire);
-        // SAFETY (loop): cursors only name segments that are not yet
-        // retired when loaded, and we are pinned.
-        while unsafe { (*cur).id } < to.id {
+        // Relaxed: `cur` is only compared (with the segments of our walk)
+        // and swapped; the CAS publishes `to`, which we reached by Acquire
+        // loads of the links, to Acquire loads of the cursor.
+        let mut cur = cursor.at.load(Ordering::Relaxed);
+        // Whether `cur` lies before `to` is told by the walk alone: the
+        // cursor is at or past `from` (it only moves forward), so it lies
+        // before `to` exactly when it is one of the segments walked. Its
+        // own id is not read: past `to`, it may lie outside a ranged pin's
+        // cover (`find` narrows it to `to`).
+        while Self::lies_before(from, cur, to) {
             match cursor.at.compare_exchange_weak(
                 cur,
                 to as *const _ as *mut _,
-                Ordering::AcqRel,
-                Ordering::Acquire,
+                Ordering::Release,
+                Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    // Release: pairs with `pin_at_cursor`'s Acquire. A
-                    // mover preempted before this store leaves the id
+                    // Release: pairs with `pin_at_cursor`'s Acquire, and
+                    // with `retire_passed`'s, which must see `to` linked.
+                    // A mover preempted before this store leaves the id
                     // behind the cursor (a lower bound still) until the
                     // next move, and the fast paths decline meanwhile.
                     cursor.id.store(to.id, Ordering::Release);
@@ -908,49 +930,89 @@ impl<C: SegmentCell> Segments<C> {
         }
     }
 
-    /// Unlinks (retires) every segment both cursors have moved past.
-    fn retire_passed(&self) {
-        loop {
-            let head = self.head.load(Ordering::Acquire);
-            let push = self.cursors[0].at.load(Ordering::Acquire);
-            let pop = self.cursors[1].at.load(Ordering::Acquire);
-            // SAFETY: all three are live under the caller's pin.
-            let (h, min) = unsafe { ((*head).id, (*push).id.min((*pop).id)) };
-            if h >= min {
-                return;
+    /// Whether `cur` is one of the segments from `from` up to, not
+    /// including, `to` (a walk's, all linked and kept by its pin).
+    fn lies_before(from: &Segment<C>, cur: *const Segment<C>, to: &Segment<C>) -> bool {
+        let mut seg = from;
+        while !ptr::eq(seg, to) {
+            if ptr::eq(seg, cur) {
+                return true;
             }
-            // SAFETY: head is live; a cursor is past it, so `next` is set.
-            let next = unsafe { (*head).next.load(Ordering::Acquire) };
-            if self
-                .head
-                .compare_exchange(head, next, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                // SAFETY: we unlinked `head` (won the CAS), so only we retire
-                // it; nobody frees it before a reclaimer drops the list's
-                // reference, which waits for the tag stored below.
-                let reclaim = unsafe {
-                    let pool = self.spares_ref();
-                    // Reclaim on every fourth segment (`RECLAIM_EVERY`).
-                    // Each retirement advancing the epoch (then under a
-                    // global lock) and reading every thread's epoch line
-                    // cost two threads on separate channels a third of
-                    // their time (47 -> 77 ns per message from one thread
-                    // to two; 66 then).
-                    let reclaim = cfg!(loom) || (*head).id % RECLAIM_EVERY == 0;
-                    (*head).spares.with_mut(|s| *s = Some(pool));
-                    // Release: a reclaimer that reads the tag (Acquire)
-                    // sees `spares` set.
-                    (*head)
-                        .retired_at
-                        .store(tag(epoch::retirement_tag(self.domain())), Ordering::Release);
-                    reclaim
-                };
-                if reclaim {
-                    self.reclaim();
-                }
+            // Acquire, as in the walk.
+            // SAFETY: `seg` lies before `to` on the walk, so its `next`
+            // is set and kept by the walker's pin.
+            seg = unsafe { &*seg.next.load(Ordering::Acquire) };
+        }
+        false
+    }
+
+    /// Unlinks (retires) every segment both cursors have moved past, unless
+    /// another thread is reclaiming (it, or the next cursor move, will).
+    ///
+    /// Under `reclaiming`, so `head` moves only here and the segment it
+    /// names is ours to read without a pin: linked, it cannot be freed.
+    /// Hence no pin at all: the cursors are judged by their id bounds,
+    /// and a walk under a ranged pin, which may not reach `head` nor the
+    /// other side's cursor, can retire. (Each mover unlinking by CAS under
+    /// its pin needed an epoch pin on every walk, and at 16 threads on one
+    /// channel those pins, held through preemptions, kept the list from
+    /// reclaiming: docs/DESIGN.md, "Memory".)
+    fn retire_passed(&self) {
+        // Acquire: the previous holder's unlinks, tags and moves of
+        // `retired` and `held` happen before ours.
+        if self
+            .reclaiming
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        let mut reclaim = false;
+        loop {
+            // Relaxed: only the holder of `reclaiming` moves `head`.
+            let head = self.head.load(Ordering::Relaxed);
+            // Acquire: pairs with the mover's Release of the id, after
+            // its walk saw the links up to the cursor's segment, so that
+            // `next` below is set.
+            let min = self.cursors[0]
+                .id
+                .load(Ordering::Acquire)
+                .min(self.cursors[1].id.load(Ordering::Acquire));
+            // SAFETY: `head` is linked, and only we may unlink it.
+            let head_seg = unsafe { &*head };
+            if head_seg.id >= min {
+                break;
+            }
+            // A cursor is past `head`, so `next` is set.
+            let next = head_seg.next.load(Ordering::Acquire);
+            // Release: a walk from `head` (a close's visit, pinned by
+            // epoch) sees the segment it names initialised.
+            self.head.store(next, Ordering::Release);
+            // SAFETY: we unlinked `head`, so only we retire it; nobody
+            // frees it before a reclaimer drops the list's reference, which
+            // waits for the tag stored below.
+            unsafe {
+                let pool = self.spares_ref();
+                // Reclaim on every fourth segment (`RECLAIM_EVERY`).
+                // Each retirement advancing the epoch (then under a global
+                // lock) and reading every thread's epoch line cost two
+                // threads on separate channels a third of their time (47
+                // -> 77 ns per message from one thread to two; 66 then).
+                reclaim |= cfg!(loom) || head_seg.id % RECLAIM_EVERY == 0;
+                head_seg.spares.with_mut(|s| *s = Some(pool));
+                // Release: a reclaimer that reads the tag (Acquire) sees
+                // `spares` set.
+                head_seg
+                    .retired_at
+                    .store(tag(epoch::retirement_tag(self.domain())), Ordering::Release);
             }
         }
+        if reclaim {
+            self.reclaim_holding();
+        }
+        // Release: our moves of `head`, `retired` and `held` happen
+        // before the next holder's.
+        self.reclaiming.store(false, Ordering::Release);
     }
 
     /// Drops the list's reference on every retired segment whose grace
@@ -958,7 +1020,9 @@ impl<C: SegmentCell> Segments<C> {
     /// one scan of every thread's pin (which also tries to advance the
     /// epoch), unless another thread is at it. A segment past its grace
     /// period that a ranged pin still covers waits on `held` for a later
-    /// reclaim, and those after it are freed meanwhile.
+    /// reclaim, and those after it are freed meanwhile. For the loom
+    /// models: the list reclaims from `retire_passed`, under the flag.
+    #[cfg(all(test, loom))]
     fn reclaim(&self) {
         // Acquire: the previous reclaimer's moves of `retired` and `held`
         // happen before our reads of them.
@@ -969,6 +1033,13 @@ impl<C: SegmentCell> Segments<C> {
         {
             return;
         }
+        self.reclaim_holding();
+        // Release: as in `retire_passed`.
+        self.reclaiming.store(false, Ordering::Release);
+    }
+
+    /// [`Segments::reclaim`] by the holder of `reclaiming`.
+    fn reclaim_holding(&self) {
         // Which segments this reclaim may judge: those retired before its
         // scan, so that the scan's fence follows their unlinks (a ranged
         // pin the scan misses then loaded its cursor after them, past them).
@@ -1039,9 +1110,6 @@ impl<C: SegmentCell> Segments<C> {
                 p = next;
             }
         }
-        // Release: our moves of `retired` and `held` happen before the
-        // next holder's.
-        self.reclaiming.store(false, Ordering::Release);
     }
 
     /// Frees the held segments that `ranges`, from a scan after their
@@ -1269,36 +1337,55 @@ mod tests {
     }
 
     /// Walks both sides `segments` segments on, one index at a time, as
-    /// sends and receives take them (epoch pins, cursors before indices).
+    /// sends and receives take them (`pin_and_take`, then `find`).
     fn walk(list: &Segments<Plain>, counters: &[AtomicU64; 2], segments: usize) {
         for _ in 0..segments * SEGMENT_CELLS {
-            let guard = list.pin();
             for side in [Side::Push, Side::Pop] {
-                let start = list.cursor(side, &guard);
-                let index = counters[side as usize].fetch_add(1, Ordering::Relaxed);
+                let counter = &counters[side as usize];
+                let (guard, start, index) = list.pin_and_take(side, counter, Ordering::Relaxed);
                 list.find(side, start, index, &guard);
             }
         }
     }
 
+    /// How the stopped thread of the test below is pinned.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Stopped {
+        /// As the fast paths: on its cursor's segment alone.
+        AtCursor,
+        /// As the general paths: a wide pin, narrowed by its walk.
+        Walked,
+        /// By epoch (a close's visit of every cell, a pass over skips).
+        Epoch,
+    }
+
     /// What a thread stopped inside an operation holds back while the
-    /// others go on: pinned on its cursor's segment alone (the fast
-    /// paths), that one segment, which the list frees once it unpins; by
-    /// epoch (the general paths), every segment retired meanwhile.
+    /// others go on: pinned by range (every send and receive), the one
+    /// segment it is in, which the list frees once it unpins; by epoch,
+    /// every segment retired meanwhile.
     #[test]
     fn a_thread_pinned_on_one_segment_holds_back_only_that_one() {
-        for ranged in [true, false] {
+        for stopped in [Stopped::AtCursor, Stopped::Walked, Stopped::Epoch] {
+            let ranged = stopped != Stopped::Epoch;
             let list = Segments::<Plain>::new();
             let counters = [AtomicU64::new(0), AtomicU64::new(0)];
             let (pinned, release) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
             std::thread::scope(|s| {
                 s.spawn(|| {
-                    let guard = if ranged {
-                        let (guard, at) = list.pin_at_cursor(Side::Pop, true);
-                        assert_eq!(at, 0);
-                        guard
-                    } else {
-                        list.pin()
+                    let guard = match stopped {
+                        Stopped::AtCursor => {
+                            let (guard, at) = list.pin_at_cursor(Side::Pop, true);
+                            assert_eq!(at, 0);
+                            guard
+                        }
+                        Stopped::Walked => {
+                            let counter = &counters[Side::Pop as usize];
+                            let (guard, start, index) =
+                                list.pin_and_take(Side::Pop, counter, Ordering::Relaxed);
+                            assert_eq!(list.find(Side::Pop, start, index, &guard).id, 0);
+                            guard
+                        }
+                        Stopped::Epoch => list.pin(),
                     };
                     pinned.wait();
                     release.wait();
@@ -1307,6 +1394,9 @@ mod tests {
                 pinned.wait();
                 walk(&list, &counters, 200);
                 let (chain, held) = kept(&list);
+                // Released before the checks, so that a failing one does
+                // not leave the scope waiting for the pinned thread.
+                release.wait();
                 if ranged {
                     assert_eq!(held, 1, "the pinned segment is held");
                     assert!(
@@ -1316,7 +1406,6 @@ mod tests {
                 } else {
                     assert!(chain >= 190, "an epoch pin let {chain} of 200 go");
                 }
-                release.wait();
             });
             // Unpinned: the next reclaims free what was held.
             walk(&list, &counters, 3 * RECLAIM_EVERY as usize);
@@ -1654,6 +1743,46 @@ mod loom_models {
             let (list, counters) = &*shared;
             for _ in 0..6 * SEGMENT_CELLS {
                 take_next_on_both_sides(list, counters);
+            }
+            reader.join().unwrap();
+        });
+    }
+
+    /// Bound 2. The general paths' walk (`pin_and_take`, then `find`): a
+    /// wide ranged pin from the cursor's id bound, narrowed by `find` to
+    /// the index's segment, under which the walk grows the list, moves the
+    /// cursor and retires, with no epoch pin anywhere. The reader takes two
+    /// receive indices and reads a cell of each segment it lands in, while
+    /// the main thread walks both sides across five segments the same way, so
+    /// segments retire, are reclaimed and
+    /// reused under the reader (checked: a pin narrowed to one segment
+    /// short of the index's lets loom see the read and a reset unordered).
+    #[test]
+    fn a_walk_under_a_narrowed_pin_keeps_its_segment() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(2);
+        builder.max_branches = MAX_BRANCHES;
+        builder.check(|| {
+            let counters = [AtomicU64::new(0), AtomicU64::new(0)];
+            let shared = std::sync::Arc::new((Segments::<Watched>::new(), counters));
+            let view = shared.clone();
+            let reader = loom::thread::spawn(move || {
+                let (list, counters) = &*view;
+                for _ in 0..2 {
+                    let counter = &counters[Side::Pop as usize];
+                    let (guard, start, i) =
+                        list.pin_and_take(Side::Pop, counter, Ordering::Relaxed);
+                    let seg = list.find(Side::Pop, start, i, &guard);
+                    assert_still(seg, i / SEGMENT_CELLS as u64);
+                }
+            });
+            let (list, counters) = &*shared;
+            for _ in 0..5 * SEGMENT_CELLS {
+                for side in [Side::Push, Side::Pop] {
+                    let counter = &counters[side as usize];
+                    let (guard, start, i) = list.pin_and_take(side, counter, Ordering::Relaxed);
+                    list.find(side, start, i, &guard);
+                }
             }
             reader.join().unwrap();
         });

@@ -271,27 +271,16 @@ impl<T> Channel<T> {
         true
     }
 
-    /// Moves the message out of `cell` into `out`, marks the cell done and
-    /// returns a bounded channel's permit.
+    /// Moves the message out of `cell` into `out` and marks the cell done.
+    /// The caller returns a bounded channel's permit
+    /// ([`Channel::release_permit`]) once unpinned: every receive's pin is
+    /// ranged, and serving a queued sender works on the permit queue,
+    /// outside its cover (a pin nested there would become the wildcard).
     ///
     /// # Safety
     /// The caller holds the cell's receive index and read `BUFFERED` there
     /// with Acquire (so the sender's value is in the slot and visible);
     /// `out` is valid for a write.
-    #[inline(always)]
-    unsafe fn take_message(&self, cell: &Cell<T>, out: *mut T) {
-        // SAFETY: per the contract.
-        unsafe { Self::move_message(cell, out) };
-        self.release_permit();
-    }
-
-    /// [`Channel::take_message`] but for the permit, which a receive under
-    /// a ranged pin returns once unpinned: serving a queued sender works on
-    /// the permit queue, outside the pin's cover (a pin nested there would
-    /// become the wildcard).
-    ///
-    /// # Safety
-    /// As [`Channel::take_message`].
     #[inline(always)]
     unsafe fn move_message(cell: &Cell<T>, out: *mut T) {
         // SAFETY: per the contract.
@@ -425,7 +414,11 @@ impl<T> Channel<T> {
                     BUFFERED => {
                         // SAFETY: BUFFERED was read with Acquire, and
                         // index `r` is ours.
-                        unsafe { self.take_message(cell, out) };
+                        unsafe { Self::move_message(cell, out) };
+                        // The permit once unpinned, as `take_buffered`'s
+                        // callers return it: the pin is ranged.
+                        drop(guard);
+                        self.release_permit();
                         return Ok(());
                     }
                     SKIP_SEND => {
