@@ -588,8 +588,10 @@ impl<C: SegmentCell> Segments<C> {
     }
 
     /// Pins the current thread in this list's domain: every segment it
-    /// reaches stays allocated until the guard drops. The guard for every
-    /// walk of this list. The guard does not borrow the list (a nested pin
+    /// reaches stays allocated until the guard drops. For walks that may
+    /// reach `head` (a close's visit of every cell); sends and receives
+    /// pin by range ([`Segments::pin_at_cursor`], [`Segments::pin_and_take`]).
+    /// The guard does not borrow the list (a nested pin
     /// tells domains apart by address), so it must not outlive it: every
     /// guard is a local of an operation on the list's channel.
     #[inline]
@@ -1753,10 +1755,10 @@ mod loom_models {
     /// the index's segment, under which the walk grows the list, moves the
     /// cursor and retires, with no epoch pin anywhere. The reader takes two
     /// receive indices and reads a cell of each segment it lands in, while
-    /// the main thread walks both sides across five segments the same way, so
-    /// segments retire, are reclaimed and
-    /// reused under the reader (checked: a pin narrowed to one segment
-    /// short of the index's lets loom see the read and a reset unordered).
+    /// the main thread walks both sides across five segments the same
+    /// way, so segments retire, are reclaimed and reused under the reader
+    /// (checked: a pin narrowed to one segment short of the index's lets
+    /// loom see the read and a reset unordered).
     #[test]
     fn a_walk_under_a_narrowed_pin_keeps_its_segment() {
         let mut builder = loom::model::Builder::new();
