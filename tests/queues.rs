@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-/// Scales work down under Miri.
+/// Scales work down under Miri, and under ThreadSanitizer (a tenth: the
+/// full counts took 118 s of its run in CI, more than any other binary).
 fn n(full: usize) -> usize {
     if cfg!(miri) {
         (full / 500).max(20)
+    } else if cfg!(scalechan_tsan) {
+        (full / 10).max(20)
     } else {
         full
     }
@@ -26,6 +29,17 @@ fn mixes(middle: [(usize, usize); 2]) -> Vec<(usize, usize)> {
         all.push(middle[1]);
     }
     all
+}
+
+/// The capacities the `Scq` `mpmc` tests run. Miri leaves out 2 and 7:
+/// 1 (one slot), 3 (not a power of two) and 1000 (far more slots than
+/// threads) remain, and each capacity costs Miri about 10 s.
+fn capacities() -> &'static [usize] {
+    if cfg!(miri) {
+        &[1, 3, 1000]
+    } else {
+        &[1, 2, 3, 7, 1000]
+    }
 }
 
 /// Values a producer sends in the tests with more threads than slots.
@@ -123,7 +137,7 @@ fn mpmc<Q: Queue<(usize, usize)> + 'static>(q: Q, producers: usize, consumers: u
 
 #[test]
 fn scq_mpmc_various_capacities_and_threads() {
-    for cap in [1, 2, 3, 7, 1000] {
+    for &cap in capacities() {
         for (p, c) in mixes([(2, 2), (4, 2)]) {
             mpmc(Scq::with_capacity(cap), p, c, n(20_000) / (p * 4));
         }
@@ -452,8 +466,15 @@ fn concurrent_leftovers_dropped_once() {
 #[test]
 fn lscq_ring_count_bounded() {
     // 10 million push/pop pairs in bursts that span several rings (Miri:
-    // one burst of 1100, past the end of the first 1024-value ring).
-    let pairs = if cfg!(miri) { 1_100 } else { 10_000_000 };
+    // one burst of 1100, past the end of the first 1024-value ring;
+    // ThreadSanitizer, on one thread here, 100 000: 32 bursts).
+    let pairs = if cfg!(miri) {
+        1_100
+    } else if cfg!(scalechan_tsan) {
+        100_000
+    } else {
+        10_000_000
+    };
     let q = Lscq::new();
     let burst = 3 * 1024 + 17; // crosses ring boundaries every burst
     let mut done = 0;
@@ -549,7 +570,7 @@ fn unpack(v: u64) -> (usize, usize) {
 
 #[test]
 fn scq_inline_mpmc_various_capacities_and_threads() {
-    for cap in [1, 2, 3, 7, 1000] {
+    for &cap in capacities() {
         for (p, c) in mixes([(2, 2), (4, 2)]) {
             mpmc(Packed(Scq::with_capacity(cap)), p, c, n(20_000) / (p * 4));
         }
