@@ -1,7 +1,7 @@
 //! Epoch-based reclamation in domains: each channel keeps an epoch of its
 //! own (its segment list's, which a bounded channel's permit queue shares)
 //! and its lists reclaim their own segments (`segment.rs`, with
-//! [`retirement_tag`], [`current`] and [`advance`]); Lscq's rings go to the
+//! [`retirement_tag`] and [`scan`]); Lscq's rings go to the
 //! collector ([`retire`]), which has a domain of its own.
 //!
 //! The shape of crossbeam-epoch, cut down to what the crate needs so that
@@ -743,16 +743,6 @@ pub(crate) fn retirement_tag(domain: &Domain) -> usize {
     // loaded the pointer.
     fence(Ordering::SeqCst);
     domain.epoch.load(Ordering::Relaxed)
-}
-
-/// The epoch of `domain` now: an object tagged (by [`retirement_tag`]) two
-/// or more below it may be freed. No scan of the participants (see
-/// [`advance`]).
-#[inline]
-pub(crate) fn current(domain: &Domain) -> usize {
-    // Acquire: as in `advance`, pairs with the advance (Release) that saw
-    // the critical sections it waited for end.
-    domain.epoch.load(Ordering::Acquire)
 }
 
 /// Tries to advance the collector's epoch, then frees what has outlived its

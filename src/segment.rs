@@ -970,7 +970,9 @@ impl<C: SegmentCell> Segments<C> {
     }
 
     /// Unlinks (retires) every segment both cursors have moved past, unless
-    /// another thread is reclaiming (it, or the next cursor move, will).
+    /// another thread holds `reclaiming` (it, or the next cursor move,
+    /// will), then reclaims if one is due (`reclaim_below`: the flag let go
+    /// for its scan).
     ///
     /// Under `reclaiming`, so `head` moves only here and the segment it
     /// names is ours to read without a pin: linked, it cannot be freed.
@@ -981,17 +983,11 @@ impl<C: SegmentCell> Segments<C> {
     /// channel those pins, held through preemptions, kept the list from
     /// reclaiming: docs/DESIGN.md, "Memory".)
     fn retire_passed(&self) {
-        // Acquire: the previous holder's unlinks, tags and moves of
-        // `retired` and `held` happen before ours.
-        if self
-            .reclaiming
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+        if !self.lock_reclaiming() {
             return;
         }
         let mut reclaim = false;
-        loop {
+        let below = loop {
             // Relaxed: only the holder of `reclaiming` moves `head`.
             let head = self.head.load(Ordering::Relaxed);
             // Acquire: pairs with the mover's Release of the id, after
@@ -1004,7 +1000,7 @@ impl<C: SegmentCell> Segments<C> {
             // SAFETY: `head` is linked, and only we may unlink it.
             let head_seg = unsafe { &*head };
             if head_seg.id >= min {
-                break;
+                break head_seg.id;
             }
             // A cursor is past `head`, so `next` is set.
             let next = head_seg.next.load(Ordering::Acquire);
@@ -1029,115 +1025,120 @@ impl<C: SegmentCell> Segments<C> {
                     .retired_at
                     .store(tag(epoch::retirement_tag(self.domain())), Ordering::Release);
             }
-        }
+        };
+        self.unlock_reclaiming();
         if reclaim {
-            self.reclaim_holding();
+            self.reclaim_below(below);
         }
+    }
+
+    /// Takes `reclaiming`, unless another thread holds it: the holder alone
+    /// moves `head`, `retired` and `held`.
+    fn lock_reclaiming(&self) -> bool {
+        // Acquire: the previous holder's unlinks, tags and moves of
+        // `retired` and `held` happen before ours.
+        self.reclaiming
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    fn unlock_reclaiming(&self) {
         // Release: our moves of `head`, `retired` and `held` happen
         // before the next holder's.
         self.reclaiming.store(false, Ordering::Release);
     }
 
-    /// Drops the list's reference on every retired segment whose grace
-    /// period is over and that no ranged pin covers, oldest first, after
-    /// one scan of every thread's pin (which also tries to advance the
-    /// epoch), unless another thread is at it. A segment past its grace
-    /// period that a ranged pin still covers waits on `held` for a later
-    /// reclaim, and those after it are freed meanwhile. For the loom
-    /// models: the list reclaims from `retire_passed`, under the flag.
-    #[cfg(all(test, loom))]
-    fn reclaim(&self) {
-        // Acquire: the previous reclaimer's moves of `retired` and `held`
-        // happen before our reads of them.
-        if self
-            .reclaiming
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
+    /// Drops the list's reference on every segment retired below segment
+    /// `below` (by us or before us) whose grace period is over and that no
+    /// ranged pin covers, oldest first, after one scan of every thread's
+    /// pin (which also tries to advance the epoch). A segment past its
+    /// grace period that a ranged pin still covers waits on `held` for a
+    /// later reclaim, and those after it are freed meanwhile. Gives up,
+    /// leaving them to a later reclaim, if another thread holds
+    /// `reclaiming` once the scan is done.
+    ///
+    /// Only the segments below `below` may be judged: their unlinks
+    /// happen before the scan's fence (the caller's release of the flag
+    /// follows them), so a ranged pin the scan misses loaded its cursor
+    /// after them, past them. A segment that another thread retires after
+    /// the scan may lie under a pin taken since. The scan runs without the
+    /// flag: it reads every thread's pin, the longest step of a reclaim,
+    /// and a reclaimer preempted while holding the flag kept every other
+    /// thread from retiring through its time slice (16 threads on one
+    /// channel on 2 cores: 25 000-85 000 retirements put off per 4 M
+    /// messages, and peaks of 1 800-5 000 live segments). One scan per
+    /// reclaim: with one epoch for the process, scanning on every
+    /// retirement, 16 threads each on its own `bounded(100)` on 16 cores
+    /// took 240 ns per message (one thread alone: 70-85); scanning once
+    /// per reclaim, 150-175 (crossbeam-channel: 31-54 throughout).
+    fn reclaim_below(&self, below: u64) {
+        let (now, ranges) = epoch::scan(self.domain());
+        if !self.lock_reclaiming() {
             return;
         }
-        self.reclaim_holding();
-        // Release: as in `retire_passed`.
-        self.reclaiming.store(false, Ordering::Release);
-    }
-
-    /// [`Segments::reclaim`] by the holder of `reclaiming`.
-    fn reclaim_holding(&self) {
-        // Which segments this reclaim may judge: those retired before its
-        // scan, so that the scan's fence follows their unlinks (a ranged
-        // pin the scan misses then loaded its cursor after them, past them).
-        // The epoch first, as other threads left it, then the tags: only
-        // segments that one more advance would expire can be freed after
-        // the scan; the rest (younger, as every later one) wait for the next
-        // reclaim. One scan per reclaim, for the oldest segment or the
-        // held ones: with one epoch for the process, scanning on every
-        // retirement, 16 threads each on its own `bounded(100)` on 16 cores
-        // took 240 ns per message (one thread alone: 70-85); scanning once
-        // per reclaim, 150-175 (crossbeam-channel: 31-54 throughout).
-        let before = epoch::current(self.domain());
+        self.free_held(&ranges, below);
         // Relaxed: only the holder of `reclaiming` writes it.
-        let oldest = self.retired.load(Ordering::Relaxed);
-        let mut judged = 0;
-        let mut p = oldest;
+        let mut p = self.retired.load(Ordering::Relaxed);
         loop {
-            // SAFETY: `retired` holds the list's reference on `oldest` and
-            // on each retired segment after it, which only we may drop.
+            // SAFETY: `retired` holds the list's reference on the segment
+            // it names and on each retired segment after it, which only we
+            // may drop while we hold `reclaiming`.
             let seg = unsafe { &*p };
-            // Acquire: pairs with the retirer's Release store, so the
-            // retirement (the unlink, `spares`) happens before the scan
-            // and the free.
-            let tagged = seg.retired_at.load(Ordering::Acquire);
-            // Untagged: still linked, or its retirer has not read the
-            // epoch yet (a later reclaim, its own or the next retirer's,
-            // takes it).
-            if tagged == UNTAGGED || !expired(tagged, before.wrapping_add(1)) {
+            if seg.id >= below {
                 break;
             }
-            judged += 1;
-            // Retired, so both cursors went past it and `next` is set.
-            p = seg.next.load(Ordering::Acquire);
-        }
-        // SAFETY: `held` is ours while we hold `reclaiming`.
-        let held = unsafe { self.held.with_mut(|h| *h) };
-        let tagged = unsafe { &*oldest }.retired_at.load(Ordering::Relaxed) != UNTAGGED;
-        if tagged || !held.is_null() {
-            let (now, ranges) = epoch::scan(self.domain());
-            self.free_held(&ranges);
-            let mut p = oldest;
-            for _ in 0..judged {
-                // SAFETY: as above.
-                let seg = unsafe { &*p };
-                let tagged = seg.retired_at.load(Ordering::Relaxed);
-                if !expired(tagged, now) {
-                    break;
-                }
-                let next = seg.next.load(Ordering::Acquire);
-                self.retired.store(next, Ordering::Relaxed);
-                if ranges.cover(seg.id) {
-                    // SAFETY: `held` and the segment's `held_next` are
-                    // ours while we hold `reclaiming`; the list's
-                    // reference moves to `held` with it.
-                    unsafe {
-                        seg.held_next.with_mut(|n| *n = self.held.with_mut(|h| *h));
-                        self.held.with_mut(|h| *h = p);
-                    }
-                } else {
-                    // SAFETY: the epoch is two past the tag, so no thread
-                    // pinned by epoch before the unlink is still pinned
-                    // (`epoch` module docs), no ranged pin covers it (the
-                    // scan came after the unlink), and none pinned since
-                    // can reach `p`; the list's reference is ours to drop,
-                    // once (`retired` has moved past it).
-                    unsafe { Segment::release_ref(p) };
-                }
-                p = next;
+            // Acquire: pairs with the retirer's Release store, so the
+            // retirement (the unlink, `spares`) happens before the free.
+            // (Below `below`, so retired and tagged before the flag was
+            // last released.)
+            let tagged = seg.retired_at.load(Ordering::Acquire);
+            if !expired(tagged, now) {
+                break;
             }
+            // Retired, so both cursors went past it and `next` is set.
+            let next = seg.next.load(Ordering::Acquire);
+            self.retired.store(next, Ordering::Relaxed);
+            if ranges.cover(seg.id) {
+                // SAFETY: `held` and the segment's `held_next` are ours
+                // while we hold `reclaiming`; the list's reference moves
+                // to `held` with it.
+                unsafe {
+                    seg.held_next.with_mut(|n| *n = self.held.with_mut(|h| *h));
+                    self.held.with_mut(|h| *h = p);
+                }
+            } else {
+                // SAFETY: the epoch is two past the tag, so no thread
+                // pinned by epoch before the unlink is still pinned
+                // (`epoch` module docs), no ranged pin covers it (the scan
+                // came after the unlink), and none pinned since can reach
+                // `p`; the list's reference is ours to drop, once
+                // (`retired` has moved past it).
+                unsafe { Segment::release_ref(p) };
+            }
+            p = next;
         }
+        self.unlock_reclaiming();
     }
 
-    /// Frees the held segments that `ranges`, from a scan after their
-    /// retirement, no longer covers. Called by the holder of `reclaiming`.
-    fn free_held(&self, ranges: &crate::epoch::Ranges) {
+    /// Reclaims what lies below `head` (for the loom models; the list
+    /// reclaims from `retire_passed`).
+    #[cfg(all(test, loom))]
+    fn reclaim(&self) {
+        if !self.lock_reclaiming() {
+            return;
+        }
+        // Relaxed: only the holder of `reclaiming` moves `head`.
+        // SAFETY: `head` is linked, and only the holder may unlink it.
+        let below = unsafe { (*self.head.load(Ordering::Relaxed)).id };
+        self.unlock_reclaiming();
+        self.reclaim_below(below);
+    }
+
+    /// Frees the held segments below segment `below` that `ranges`, from a
+    /// scan after their retirement, no longer covers (one held by another
+    /// reclaimer since may have been retired after the scan). Called by
+    /// the holder of `reclaiming`.
+    fn free_held(&self, ranges: &crate::epoch::Ranges, below: u64) {
         // SAFETY (all accesses to `held` and `held_next`): ours while we
         // hold `reclaiming`.
         let mut link: *const UnsafeCell<*mut Segment<C>> = &self.held;
@@ -1149,7 +1150,7 @@ impl<C: SegmentCell> Segments<C> {
             // SAFETY: a held segment keeps the list's reference.
             let seg = unsafe { &*p };
             let next = unsafe { seg.held_next.with_mut(|n| *n) };
-            if ranges.cover(seg.id) {
+            if seg.id >= below || ranges.cover(seg.id) {
                 link = &seg.held_next;
             } else {
                 unsafe { (*link).with_mut(|h| *h = next) };
