@@ -41,6 +41,12 @@
 //!   against 32 KiB of entries for a ring of 1024 `u64`s) waits for reuse.
 //!   Memory still follows the values held, plus one bare node per ring the
 //!   queue ever held at once (a burst of a million `u64`s leaves 1 MiB).
+//!   A ring still in its grace period when the queue drops is freed by
+//!   its recycling, which learns that the queue is gone under the pool's
+//!   mutex: the drop set that flag under the same lock, and the lock is
+//!   what orders every look before the free (the grace period orders only
+//!   pinned users; a failed `Weak::upgrade`, a Relaxed load, ordered
+//!   nothing, which ThreadSanitizer caught).
 //! - Each node counts its lives (`Node::life`), bumped as it is recycled,
 //!   before anything of it is reset. The look reads the life, checks that
 //!   the node is still the head, reads the counters and `next`, and reads
@@ -59,7 +65,7 @@ use crate::scq::Scq;
 use std::fmt;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::ptr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Values per ring.
 #[cfg(not(loom))]
@@ -80,8 +86,10 @@ struct Node<T> {
     /// How many times the node was recycled: see the module docs.
     life: AtomicU64,
     /// Where the ring goes once it is retired and its grace period is over.
-    /// Weak: the pool owns rings, rings must not own the pool.
-    pool: Weak<Pool<T>>,
+    /// Strong, so a ring retired before the queue dropped can still ask the
+    /// pool, under its mutex, whether the queue is gone (see `recycle`);
+    /// the queue's drop empties the pool, which breaks the cycle.
+    pool: Arc<Pool<T>>,
     /// loom only: written when the ring is recycled, read by every user of
     /// the ring, so loom reports a causality violation if a thread could
     /// still use a ring its grace period had released.
@@ -90,7 +98,7 @@ struct Node<T> {
 }
 
 impl<T> Node<T> {
-    fn new(ring: Scq<T>, pool: Weak<Pool<T>>) -> Self {
+    fn new(ring: Scq<T>, pool: Arc<Pool<T>>) -> Self {
         Node {
             ring,
             next: AtomicPtr::new(ptr::null_mut()),
@@ -116,9 +124,9 @@ struct Pool<T> {
     spares: Mutex<Spares<T>>,
 }
 
-/// Recycled nodes, owned by the pool (freed when it drops). Raw pointers,
-/// never boxes: an emptiness look may read a spare's counters at any time,
-/// so nothing may claim a spare unique while the queue lives.
+/// Recycled nodes, owned by the pool and freed by the queue's drop. Raw
+/// pointers, never boxes: an emptiness look may read a spare's counters at
+/// any time, so nothing may claim a spare unique while the queue lives.
 struct Spares<T> {
     /// Rings ready for reuse, at most `POOL_SIZE`.
     whole: Vec<*mut Node<T>>,
@@ -128,22 +136,15 @@ struct Spares<T> {
     /// so `recycle`, which runs under the collector's lock, never
     /// allocates.
     allocated: usize,
+    /// Set by the queue's drop, which has freed the spares: a ring retired
+    /// earlier is freed by its `recycle` instead of pooled.
+    queue_dropped: bool,
 }
 
 // SAFETY: the pointers are leaked `Box<Node<T>>`s that only the pool owns
 // (they move to one appending thread, under the mutex); a node holds `T`s
 // only while it is on the list, not here.
 unsafe impl<T: Send> Send for Spares<T> {}
-
-impl<T> Drop for Spares<T> {
-    fn drop(&mut self) {
-        for p in self.whole.drain(..).chain(self.bare.drain(..)) {
-            // SAFETY: the pool owns its spares, and it is dropping: the
-            // queue is gone, and with it every thread that could look.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    }
-}
 
 /// An unbounded, lock-free (but for the rare ring append, see the module
 /// docs), multi-producer multi-consumer FIFO queue.
@@ -215,13 +216,16 @@ unsafe fn recycle<T>(p: *mut ()) {
     // SAFETY: only a pinned user reads the canary; a racing one is what
     // loom should report.
     node.canary.with_mut(|c| unsafe { *c += 1 });
-    let Some(pool) = node.pool.upgrade() else {
-        // The queue is gone, and with it every thread that could look.
-        // SAFETY: ours alone now.
+    let mut spares = node.pool.spares.lock().unwrap_or_else(|e| e.into_inner());
+    if spares.queue_dropped {
+        drop(spares);
+        // SAFETY: ours alone now: the queue is gone, and with it every
+        // thread that could look. The mutex, not the grace period, is what
+        // orders the last look (before the queue's drop, which set the flag
+        // under it) before this free: an emptiness look is not pinned.
         drop(unsafe { Box::from_raw(p) });
         return;
-    };
-    let mut spares = pool.spares.lock().unwrap_or_else(|e| e.into_inner());
+    }
     if spares.whole.len() < POOL_SIZE {
         spares.whole.push(p);
     } else {
@@ -258,11 +262,12 @@ impl<T> Lscq<T> {
                 whole: Vec::with_capacity(POOL_SIZE),
                 bare: Vec::with_capacity(1),
                 allocated: 1,
+                queue_dropped: false,
             }),
         });
         let first = Box::into_raw(Box::new(Node::new(
             Scq::with_capacity(n),
-            Arc::downgrade(&pool),
+            Arc::clone(&pool),
         )));
         Lscq {
             head: CachePadded::new(AtomicPtr::new(first)),
@@ -282,7 +287,7 @@ impl<T> Lscq<T> {
             drop(spares);
             return Box::into_raw(Box::new(Node::new(
                 Scq::with_capacity(self.ring_capacity),
-                Arc::downgrade(&self.pool),
+                Arc::clone(&self.pool),
             )));
         };
         // Renewed outside the mutex: `recycle` takes it under the
@@ -532,6 +537,19 @@ impl<T> Lscq<T> {
 
 impl<T> Drop for Lscq<T> {
     fn drop(&mut self) {
+        // The spares first: they hold no value, so no `T::drop` can unwind
+        // past this and leave `recycle` pooling into a pool nobody frees.
+        let spares = {
+            let mut spares = self.pool.spares.lock().unwrap_or_else(|e| e.into_inner());
+            spares.queue_dropped = true;
+            let bare = std::mem::take(&mut spares.bare);
+            std::mem::take(&mut spares.whole).into_iter().chain(bare)
+        };
+        for p in spares {
+            // SAFETY: the pool owned its spares, and the queue that could
+            // look at them is dropping.
+            drop(unsafe { Box::from_raw(p) });
+        }
         // `&mut self`: nobody else can reach the list; rings already retired
         // are not on it (and hold no value).
         free_list(self.head.load(Ordering::Relaxed));
@@ -583,6 +601,84 @@ mod tests {
         }
         assert_eq!(q.pop(), None);
         assert_eq!(q.ring_count(), 1);
+    }
+
+    /// A ring retired before the queue drops is freed by a later collect,
+    /// on a thread that has no other order with the threads that used the
+    /// queue: the pool's mutex must order their unpinned looks before the
+    /// free (ThreadSanitizer reported the race when `recycle` relied on a
+    /// failed `Weak::upgrade`, a Relaxed load). Here the test checks that
+    /// the ring is freed at all; under TSan, that it is freed in order.
+    #[test]
+    fn a_ring_retired_before_the_queue_drops_is_freed_after_it() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Barrier;
+        let q = Arc::new(Lscq::with_ring_capacity(2));
+        let pool = Arc::downgrade(&q.pool);
+        // Relaxed flags only, so that the holder's free has no order with
+        // the drop but what the queue itself provides.
+        let dropped = Arc::new(AtomicBool::new(false));
+        let pinned = Arc::new(Barrier::new(2));
+        let holder = std::thread::spawn({
+            let (dropped, pinned) = (dropped.clone(), pinned.clone());
+            move || {
+                // Holds the grace period back, so the ring the worker
+                // retires is still waiting when the queue drops.
+                let guard = epoch::pin_collector();
+                pinned.wait();
+                while !dropped.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
+                drop(guard);
+                // Other tests' threads may hold the grace period back too.
+                for _ in 0..100_000 {
+                    epoch::collect();
+                    if pool.strong_count() == 0 {
+                        return true;
+                    }
+                    std::thread::yield_now();
+                }
+                false
+            }
+        });
+        pinned.wait();
+        q.push(0);
+        assert_eq!(q.pop(), Some(0));
+        // The looker's last use of the queue is an unpinned look at the
+        // first ring; the worker, which runs after it but in no order with
+        // it (a Relaxed flag), fills that ring, links a second and retires
+        // the first. Nothing orders the look before the holder's free but
+        // the queue's drop.
+        let looked = Arc::new(AtomicBool::new(false));
+        let looker = std::thread::spawn({
+            let (q, looked) = (q.clone(), looked.clone());
+            move || {
+                assert_eq!(q.pop(), None);
+                looked.store(true, Ordering::Relaxed);
+            }
+        });
+        let worker = std::thread::spawn({
+            let q = q.clone();
+            move || {
+                while !looked.load(Ordering::Relaxed) {
+                    std::thread::yield_now();
+                }
+                for i in 1..4 {
+                    q.push(i);
+                }
+                for i in 1..4 {
+                    assert_eq!(q.pop(), Some(i));
+                }
+                assert_eq!(q.ring_count(), 1);
+            }
+        });
+        looker.join().unwrap();
+        worker.join().unwrap();
+        // No pin on this thread from here on: its unpin would order the
+        // look (joined above) before the holder's scan.
+        drop(q);
+        dropped.store(true, Ordering::Relaxed);
+        assert!(holder.join().unwrap(), "the retired ring was never freed");
     }
 
     /// Rings recycled past the pool give their arrays back and get them

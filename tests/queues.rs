@@ -6,10 +6,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-/// Scales work down under Miri.
+/// Scales work down under Miri, and under ThreadSanitizer (a tenth: the
+/// full counts took 118 s of its run in CI, more than any other binary).
 fn n(full: usize) -> usize {
     if cfg!(miri) {
         (full / 500).max(20)
+    } else if cfg!(scalechan_tsan) {
+        (full / 10).max(20)
     } else {
         full
     }
@@ -463,8 +466,15 @@ fn concurrent_leftovers_dropped_once() {
 #[test]
 fn lscq_ring_count_bounded() {
     // 10 million push/pop pairs in bursts that span several rings (Miri:
-    // one burst of 1100, past the end of the first 1024-value ring).
-    let pairs = if cfg!(miri) { 1_100 } else { 10_000_000 };
+    // one burst of 1100, past the end of the first 1024-value ring;
+    // ThreadSanitizer, on one thread here, 100 000: 32 bursts).
+    let pairs = if cfg!(miri) {
+        1_100
+    } else if cfg!(scalechan_tsan) {
+        100_000
+    } else {
+        10_000_000
+    };
     let q = Lscq::new();
     let burst = 3 * 1024 + 17; // crosses ring boundaries every burst
     let mut done = 0;
