@@ -95,6 +95,12 @@ struct Node<T> {
     /// still use a ring its grace period had released.
     #[cfg(loom)]
     canary: crate::loom::cell::UnsafeCell<u64>,
+    /// loom only: written just before the node is freed, read by every
+    /// emptiness look, so loom reports a look that the free is not ordered
+    /// after (the looks are unpinned: the grace period does not order
+    /// them).
+    #[cfg(loom)]
+    free_canary: crate::loom::cell::UnsafeCell<u64>,
 }
 
 impl<T> Node<T> {
@@ -106,6 +112,8 @@ impl<T> Node<T> {
             pool,
             #[cfg(loom)]
             canary: crate::loom::cell::UnsafeCell::new(0),
+            #[cfg(loom)]
+            free_canary: crate::loom::cell::UnsafeCell::new(0),
         }
     }
 
@@ -115,6 +123,17 @@ impl<T> Node<T> {
         #[cfg(loom)]
         // SAFETY: a plain read of a `u64`; loom checks it against `recycle`.
         self.canary.with(|p| unsafe { std::ptr::read_volatile(p) });
+    }
+
+    /// Records an emptiness look at the node (loom's look-before-free
+    /// check).
+    #[inline(always)]
+    fn touch_unpinned(&self) {
+        #[cfg(loom)]
+        // SAFETY: a plain read of a `u64`; loom checks it against the
+        // write before the free in `recycle`.
+        self.free_canary
+            .with(|p| unsafe { std::ptr::read_volatile(p) });
     }
 }
 
@@ -219,6 +238,9 @@ unsafe fn recycle<T>(p: *mut ()) {
     let mut spares = node.pool.spares.lock().unwrap_or_else(|e| e.into_inner());
     if spares.queue_dropped {
         drop(spares);
+        #[cfg(loom)]
+        // SAFETY: loom checks that every look happened before this.
+        node.free_canary.with_mut(|c| unsafe { *c += 1 });
         // SAFETY: ours alone now: the queue is gone, and with it every
         // thread that could look. The mutex, not the grace period, is what
         // orders the last look (before the queue's drop, which set the flag
@@ -443,6 +465,7 @@ impl<T> Lscq<T> {
         // SAFETY: a node stays allocated as long as the queue (module
         // docs); only its atomics are read here.
         let node = unsafe { &*cq };
+        node.touch_unpinned();
         // Acquire: pairs with the Release of the recycling that made this
         // life, so the `head` read next cannot be older than the move that
         // retired the node's previous life.
@@ -729,5 +752,47 @@ mod tests {
             assert_eq!(Rc::strong_count(&rc), 10);
         }
         assert_eq!(Rc::strong_count(&rc), 1);
+    }
+}
+
+/// Loom models that need the collector's pin (run with `--cfg loom ...
+/// --lib`).
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+
+    /// Preemption bound 2. A thread looks at the first ring unpinned
+    /// (`pop`), while the main thread fills the ring, links a second,
+    /// drains both (retiring the first), joins the looker and drops the
+    /// queue; a third thread pinned meanwhile holds the grace period back,
+    /// then unpins and collects, and so frees the retired ring after the
+    /// drop. Every look must happen before that free (`free_canary`): with
+    /// the free decided by a failed `Weak::upgrade`, a Relaxed load, loom
+    /// finds the look and the free unordered.
+    #[test]
+    fn a_ring_freed_after_the_queue_drops_is_freed_after_every_look() {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = Some(2);
+        builder.check(|| {
+            let q = loom::sync::Arc::new(Lscq::with_ring_capacity(1));
+            let holder = loom::thread::spawn(|| {
+                let guard = epoch::pin_collector();
+                drop(guard);
+                epoch::collect();
+            });
+            let looker = loom::thread::spawn({
+                let q = q.clone();
+                move || q.pop()
+            });
+            q.push(1u32);
+            q.push(2);
+            let mut got: Vec<u32> = std::iter::from_fn(|| q.pop()).collect();
+            got.extend(looker.join().unwrap());
+            got.sort_unstable();
+            assert_eq!(got, [1, 2]);
+            drop(q);
+            holder.join().unwrap();
+            epoch::collect();
+        });
     }
 }
