@@ -3,12 +3,17 @@
 use std::error::Error;
 use std::fmt;
 
+/// `Debug` and `Error` for a send error: `Debug` names the variant (as
+/// `Full(..)`, like crossbeam-channel's and std's) and never prints the
+/// message, so `T` need not be `Debug` and `unwrap` on a failed send still
+/// says why it failed.
 macro_rules! send_error_common {
-    ($ty:ident) => {
+    ($ty:ident { $($variant:path => $name:literal),+ }) => {
         impl<T> fmt::Debug for $ty<T> {
-            // Never prints the message: `T` need not be `Debug`.
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(concat!(stringify!($ty), "(..)"))
+                match self {
+                    $($variant(_) => f.write_str(concat!($name, "(..)")),)+
+                }
             }
         }
         impl<T: Send> Error for $ty<T> {}
@@ -20,7 +25,9 @@ macro_rules! send_error_common {
 /// ```
 /// let (tx, rx) = scalechan::unbounded::<i32>();
 /// drop(rx);
-/// assert_eq!(tx.send(7).unwrap_err().into_inner(), 7);
+/// let err = tx.send(7).unwrap_err();
+/// assert_eq!(format!("{err:?}"), "SendError(..)"); // never the message
+/// assert_eq!(err.into_inner(), 7);
 /// ```
 #[derive(PartialEq, Eq, Clone, Copy)]
 pub struct SendError<T>(pub T);
@@ -44,7 +51,7 @@ impl<T> fmt::Display for SendError<T> {
         f.write_str("sending on a closed channel")
     }
 }
-send_error_common!(SendError);
+send_error_common!(SendError { SendError => "SendError" });
 
 /// Why [`Sender::try_send`](crate::Sender::try_send) failed.
 ///
@@ -53,6 +60,7 @@ send_error_common!(SendError);
 /// let (tx, _rx) = scalechan::bounded(1);
 /// tx.try_send(1).unwrap();
 /// assert_eq!(tx.try_send(2), Err(TrySendError::Full(2)));
+/// assert_eq!(format!("{:?}", tx.try_send(3).unwrap_err()), "Full(..)");
 /// ```
 #[derive(PartialEq, Eq, Clone, Copy)]
 pub enum TrySendError<T> {
@@ -106,7 +114,7 @@ impl<T> fmt::Display for TrySendError<T> {
         }
     }
 }
-send_error_common!(TrySendError);
+send_error_common!(TrySendError { TrySendError::Full => "Full", TrySendError::Closed => "Closed" });
 
 impl<T> From<SendError<T>> for TrySendError<T> {
     fn from(e: SendError<T>) -> Self {
@@ -122,6 +130,7 @@ impl<T> From<SendError<T>> for TrySendError<T> {
 /// let (tx, _rx) = scalechan::bounded(0);
 /// let r = tx.send_timeout(1, Duration::from_millis(1));
 /// assert_eq!(r, Err(SendTimeoutError::Timeout(1)));
+/// assert_eq!(format!("{:?}", r.unwrap_err()), "Timeout(..)");
 /// ```
 #[derive(PartialEq, Eq, Clone, Copy)]
 pub enum SendTimeoutError<T> {
@@ -179,7 +188,10 @@ impl<T> fmt::Display for SendTimeoutError<T> {
         }
     }
 }
-send_error_common!(SendTimeoutError);
+send_error_common!(SendTimeoutError {
+    SendTimeoutError::Timeout => "Timeout",
+    SendTimeoutError::Closed => "Closed"
+});
 
 impl<T> From<SendError<T>> for SendTimeoutError<T> {
     fn from(e: SendError<T>) -> Self {

@@ -1581,9 +1581,9 @@ fn debug_does_not_need_debug_messages() {
         let e = tx.send(Opaque(2)).unwrap_err();
         assert_eq!(format!("{e:?}"), "SendError(..)");
         let e = tx.try_send(Opaque(3)).unwrap_err();
-        assert_eq!(format!("{e:?}"), "TrySendError(..)");
+        assert_eq!(format!("{e:?}"), "Closed(..)");
         let e = tx.send_timeout(Opaque(4), ms(1)).unwrap_err();
-        assert_eq!(format!("{e:?}"), "SendTimeoutError(..)");
+        assert_eq!(format!("{e:?}"), "Closed(..)");
     }
     // The iterators are Debug too (for Debug messages at least).
     let (_tx, rx) = unbounded::<i32>();
@@ -1622,7 +1622,9 @@ fn error_types() {
     assert_eq!(closed.into_inner(), 1);
     assert_eq!(TrySendError::from(SendError(3)), TrySendError::Closed(3));
     is_error(&full);
-    assert_eq!(format!("{full:?}"), "TrySendError(..)");
+    // Debug names the variant, never the message (crossbeam-channel's form).
+    assert_eq!(format!("{full:?}"), "Full(..)");
+    assert_eq!(format!("{closed:?}"), "Closed(..)");
 
     // SendTimeoutError
     let to = SendTimeoutError::Timeout(1);
@@ -1638,6 +1640,8 @@ fn error_types() {
         SendTimeoutError::Closed(3)
     );
     is_error(&to);
+    assert_eq!(format!("{to:?}"), "Timeout(..)");
+    assert_eq!(format!("{cl:?}"), "Closed(..)");
 
     // Non-Copy messages: Clone and into_inner still work.
     let s = SendTimeoutError::Timeout(String::from("m"));
