@@ -38,28 +38,40 @@
 //!
 //! [`Entry`]: crate::waiter::Entry
 
-use crate::loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use crate::loom::{Backoff, SpinLoad};
 use crate::segment::give_back;
 use crate::waiter::{decision, Entry, Waiter};
 
+/// A cell's state: one of the constants below, or a pointer to a waiter's
+/// [`Entry`] (or a [`Duplex`]) with tag bits in its low bits. A pointer,
+/// not an integer: an entry read back from a cell keeps the provenance it
+/// was published with, so the crate needs no integer-to-pointer cast and
+/// Miri can check it under `-Zmiri-strict-provenance`. The constants are
+/// addresses without provenance (never dereferenced), and a pointer to an
+/// entry is never one of them (entries are aligned to 8).
+pub(crate) type Word = *mut u8;
+
+/// The atomic cell word.
+pub(crate) type AtomicWord = AtomicPtr<u8>;
+
 /// Nobody has arrived.
-pub(crate) const EMPTY: usize = 0;
+pub(crate) const EMPTY: Word = std::ptr::without_provenance_mut(0);
 /// A value sits in the cell's slot (or, in a semaphore, a permit).
-pub(crate) const BUFFERED: usize = 1;
+pub(crate) const BUFFERED: Word = std::ptr::without_provenance_mut(1);
 /// Both sides are finished with the cell.
-pub(crate) const DONE: usize = 2;
+pub(crate) const DONE: Word = std::ptr::without_provenance_mut(2);
 /// A partner or closer holds the cell while it deals with the entry.
-pub(crate) const CLAIMED: usize = 3;
+pub(crate) const CLAIMED: Word = std::ptr::without_provenance_mut(3);
 /// The send side of this index gave up: the receiver skips the cell.
-pub(crate) const SKIP_SEND: usize = 4;
+pub(crate) const SKIP_SEND: Word = std::ptr::without_provenance_mut(4);
 /// The receive side of this index gave up: the sender skips the cell.
-pub(crate) const SKIP_RECV: usize = 5;
+pub(crate) const SKIP_RECV: Word = std::ptr::without_provenance_mut(5);
 /// A semaphore waiter gave up and took its debt back out of the permit
 /// count: nobody is owed this cell, and a releaser passes it without
 /// spending its permit, unless a new waiter took it over first (see
 /// `semaphore.rs`).
-pub(crate) const WITHDRAWN: usize = 6;
+pub(crate) const WITHDRAWN: Word = std::ptr::without_provenance_mut(6);
 
 /// Tag bit on an entry pointer published by a sender.
 pub(crate) const SENDER_TAG: usize = 1;
@@ -67,8 +79,8 @@ pub(crate) const SENDER_TAG: usize = 1;
 pub(crate) const DUPLEX_TAG: usize = 2;
 
 #[inline]
-pub(crate) fn is_entry(state: usize) -> bool {
-    state >= 8
+pub(crate) fn is_entry(state: Word) -> bool {
+    state.addr() >= 8
 }
 
 /// The receive half (index 0) and send half (index 1) of a select's duplex
@@ -78,8 +90,8 @@ pub(crate) fn is_entry(state: usize) -> bool {
 pub(crate) struct Duplex(pub(crate) [Entry; 2]);
 
 #[inline]
-pub(crate) fn duplex_word(pair: &Duplex) -> usize {
-    pair as *const Duplex as usize | DUPLEX_TAG
+pub(crate) fn duplex_word(pair: &Duplex) -> Word {
+    (pair as *const Duplex as Word).map_addr(|a| a | DUPLEX_TAG)
 }
 
 /// Who is claiming a waiter's entry, which decides the half of a duplex it
@@ -95,20 +107,20 @@ pub(crate) enum Claimer {
 }
 
 #[inline]
-pub(crate) fn entry_word(entry: &Entry, sender: bool) -> usize {
-    entry as *const Entry as usize | sender as usize
+pub(crate) fn entry_word(entry: &Entry, sender: bool) -> Word {
+    (entry as *const Entry as Word).map_addr(|a| a | sender as usize)
 }
 
 #[inline]
-pub(crate) fn entry_ptr(state: usize) -> *const Entry {
-    debug_assert_eq!(state & DUPLEX_TAG, 0);
-    (state & !SENDER_TAG) as *const Entry
+pub(crate) fn entry_ptr(state: Word) -> *const Entry {
+    debug_assert_eq!(state.addr() & DUPLEX_TAG, 0);
+    state.map_addr(|a| a & !SENDER_TAG).cast()
 }
 
 /// Moves a cell holding `word` (an entry) to `CLAIMED`. Acquire: the entry's
 /// fields, written before it was published, are visible.
 #[inline]
-pub(crate) fn claim(state: &AtomicUsize, word: usize) -> Result<(), usize> {
+pub(crate) fn claim(state: &AtomicWord, word: Word) -> Result<(), Word> {
     state
         .compare_exchange(word, CLAIMED, Ordering::Acquire, Ordering::Acquire)
         .map(|_| ())
@@ -121,14 +133,14 @@ pub(crate) enum Claim<'a> {
     Won {
         waiter: &'a Waiter,
         slot: *mut (),
-        end: usize,
+        end: Word,
     },
     /// The waiter was already decided (it timed out, or was closed, or is a
     /// select still registering); the cell is now `skip` (`EMPTY` for a
     /// duplex, whose indices were never taken).
-    Gone(usize),
+    Gone(Word),
     /// The cell changed before we could claim it; this is its new state.
-    Moved(usize),
+    Moved(Word),
 }
 
 /// A partner (or, as [`Claimer::Closer`], a closer) takes the waiter whose
@@ -137,22 +149,22 @@ pub(crate) enum Claim<'a> {
 /// A won claim ends with `end`: `DONE` for a partner, `skip` for a closer.
 #[inline]
 pub(crate) fn claim_waiter<'a>(
-    state: &AtomicUsize,
-    word: usize,
+    state: &AtomicWord,
+    word: Word,
     by: Claimer,
-    skip: usize,
+    skip: Word,
 ) -> Claim<'a> {
     if let Err(now) = claim(state, word) {
         return Claim::Moved(now);
     }
-    let (entry, done, skip) = if word & DUPLEX_TAG == 0 {
+    let (entry, done, skip) = if word.addr() & DUPLEX_TAG == 0 {
         (entry_ptr(word), DONE, skip)
     } else {
         // A sender pairs with the receive half; the receiver of this index
         // must then skip the cell (and the other way round). A closer fails
         // the send half: a send on a closed channel is always ready, while a
         // receive may still be owed a message sent before the close.
-        let pair = (word & !(DUPLEX_TAG | SENDER_TAG)) as *const Duplex;
+        let pair: *const Duplex = word.map_addr(|a| a & !(DUPLEX_TAG | SENDER_TAG)).cast();
         let (half, done) = match by {
             Claimer::Sender => (0, SKIP_SEND),
             Claimer::Receiver => (1, SKIP_RECV),
@@ -184,7 +196,7 @@ pub(crate) fn claim_waiter<'a>(
 /// the cell. Returns whether this call decided the waiter. If the cell moved
 /// on (a partner claimed it, or the owner withdrew), there is nothing to do:
 /// an entry published after the closer's fence sees the closed bit itself.
-pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool {
+pub(crate) fn close_entry(state: &AtomicWord, word: Word, skip: Word) -> bool {
     match claim_waiter(state, word, Claimer::Closer, skip) {
         Claim::Won { waiter, end, .. } => {
             finish(state, end, waiter);
@@ -197,7 +209,7 @@ pub(crate) fn close_entry(state: &AtomicUsize, word: usize, skip: usize) -> bool
 /// Completes a won claim: releases the cell as `end` and wakes the waiter.
 /// The waiter (and, for a closer, its cell's segment) may be gone after.
 #[inline]
-pub(crate) fn finish(state: &AtomicUsize, end: usize, waiter: &Waiter) {
+pub(crate) fn finish(state: &AtomicWord, end: Word, waiter: &Waiter) {
     // Release: a withdrawing owner, or a receiver spinning on CLAIMED, reads
     // the cell after us.
     state.store(end, Ordering::Release);
@@ -208,7 +220,7 @@ pub(crate) fn finish(state: &AtomicUsize, end: usize, waiter: &Waiter) {
 /// If a partner or closer holds the cell, waits for it to let go (it then
 /// writes `skip` itself, having lost the waiter's state CAS): the entry lives
 /// on the owner's stack and must outlive every reader.
-pub(crate) fn withdraw(state: &AtomicUsize, word: usize, skip: usize) {
+pub(crate) fn withdraw(state: &AtomicWord, word: Word, skip: Word) {
     if state
         .compare_exchange(word, skip, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
@@ -223,7 +235,7 @@ pub(crate) fn withdraw(state: &AtomicUsize, word: usize, skip: usize) {
 }
 
 /// Waits for a cell someone else has claimed to be released.
-pub(crate) fn wait_unclaimed(state: &AtomicUsize) -> usize {
+pub(crate) fn wait_unclaimed(state: &AtomicWord) -> Word {
     let backoff = Backoff::new();
     loop {
         let s = state.spin_load(Ordering::Acquire);
@@ -246,13 +258,13 @@ pub(crate) enum Registration {
     /// takes out (`remove` true) the entry.
     Listed {
         owner: *const (),
-        word: usize,
+        word: Word,
         op: ListOp,
     },
 }
 
 /// `op(owner, word, remove)`: see [`Registration::Listed`].
-pub(crate) type ListOp = unsafe fn(*const (), usize, bool) -> bool;
+pub(crate) type ListOp = unsafe fn(*const (), Word, bool) -> bool;
 
 impl From<InCell> for Registration {
     fn from(reg: InCell) -> Self {
@@ -266,7 +278,7 @@ impl Registration {
     ///
     /// # Safety
     /// `op(owner, ..)` must be sound to call while the registration lives.
-    pub(crate) unsafe fn listed(owner: *const (), word: usize, op: ListOp) -> Self {
+    pub(crate) unsafe fn listed(owner: *const (), word: Word, op: ListOp) -> Self {
         Registration::Listed { owner, word, op }
     }
 
@@ -313,10 +325,10 @@ impl Registration {
 /// [`InCell::unreferenced`]: then its owner's pin does, while it needs it).
 #[derive(Debug)]
 pub(crate) struct InCell {
-    state: *const AtomicUsize,
-    word: usize,
+    state: *const AtomicWord,
+    word: Word,
     /// What the cell becomes when the entry is taken out unused.
-    skip: usize,
+    skip: Word,
     /// The skip counter that a withdrawn entry bumps (null: none).
     skipped: *const AtomicU64,
     /// The counter our cell's index came from, and the index: a withdrawn
@@ -354,9 +366,9 @@ impl InCell {
     /// that `release(segment)` drops; `skipped` (if not null) outlives the
     /// registration; `word` is the entry the caller published in `state`.
     pub(crate) unsafe fn new(
-        state: &AtomicUsize,
-        word: usize,
-        skip: usize,
+        state: &AtomicWord,
+        word: Word,
+        skip: Word,
         skipped: Option<&AtomicU64>,
         taken_from: Option<(&AtomicU64, u64)>,
         segment: *const (),
@@ -448,7 +460,7 @@ impl InCell {
         self
     }
 
-    fn state(&self) -> &AtomicUsize {
+    fn state(&self) -> &AtomicWord {
         // SAFETY: our segment reference (or our owner's pin, see
         // `unreferenced`) keeps the cell alive.
         unsafe { &*self.state }

@@ -44,11 +44,11 @@
 //! listed sender (the closer fails those once it has the lock). Receives
 //! drain what is buffered, then see `Closed`.
 
-use crate::cell::Registration;
+use crate::cell::{self, Registration, Word};
 use crate::loom::sync::atomic::{AtomicU64, Ordering};
 use crate::loom::sync::Mutex;
 use crate::loom::{CachePadded, RaceBackoff};
-use crate::segment_chan::{Mode, RecvStop};
+use crate::segment_chan::{Mode, RecvStop, NOT_OWN};
 use crate::waiter::{close_listed, decision, Entry, Outcome, Parked, Waiter};
 use crate::Fail;
 use std::collections::VecDeque;
@@ -374,7 +374,7 @@ impl Counting {
         Some(RecvStop::Registered(unsafe {
             Registration::listed(
                 self as *const Self as *const (),
-                entry as *const Entry as usize | sender as usize,
+                cell::entry_word(entry, sender),
                 listed_ops,
             )
         }))
@@ -396,7 +396,7 @@ impl Counting {
         let waiter = entry.waiter();
         let mode = Mode::Register {
             entry,
-            own: usize::MAX,
+            own: NOT_OWN,
         };
         let done = if sender {
             self.send_slow(mode)
@@ -447,7 +447,7 @@ impl Counting {
     }
 
     /// Whether `word` (an entry and its side) is still listed.
-    fn is_listed(&self, word: usize) -> bool {
+    fn is_listed(&self, word: Word) -> bool {
         let (entry, sender) = split(word);
         let mut lists = self.lists.lock().unwrap();
         lists.side(sender).contains(&entry)
@@ -459,7 +459,7 @@ impl Counting {
     /// operation took the lock until one moved the count through it (a
     /// `recv_timeout` poll on an idle semaphore did so each time; found
     /// in review).
-    fn unlist(&self, word: usize) {
+    fn unlist(&self, word: Word) {
         let (entry, sender) = split(word);
         let mut lists = self.lists.lock().unwrap();
         let list = lists.side(sender);
@@ -491,15 +491,16 @@ mod tests {
     }
 }
 
-fn split(word: usize) -> (*const Entry, bool) {
-    ((word & !1) as *const Entry, word & 1 != 0)
+/// The entry and side of a listed entry's word (see `cell::entry_word`).
+fn split(word: Word) -> (*const Entry, bool) {
+    (cell::entry_ptr(word), word.addr() & cell::SENDER_TAG != 0)
 }
 
 /// What a listed [`Registration`] calls back (see `Registration::listed`).
 ///
 /// # Safety
 /// `owner` is the live `Counting` whose list `word`'s entry went into.
-unsafe fn listed_ops(owner: *const (), word: usize, remove: bool) -> bool {
+unsafe fn listed_ops(owner: *const (), word: Word, remove: bool) -> bool {
     // SAFETY: `owner` is the `Counting` that listed the entry, alive while
     // the registration is (see `Counting::list`).
     let counting = unsafe { &*(owner as *const Counting) };

@@ -243,6 +243,7 @@ macro_rules! spin_load {
 
 spin_load!(sync::atomic::AtomicUsize, usize);
 spin_load!(sync::atomic::AtomicU64, u64);
+spin_load!(sync::atomic::AtomicPtr<u8>, *mut u8);
 
 /// A value of up to 16 bytes kept on a cache line of its own by padding on
 /// both sides: with 56 bytes before and 64 after it, whatever the base

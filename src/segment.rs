@@ -48,6 +48,7 @@
 //! Freed segments go to a small per-list pool of spares, so steady traffic
 //! allocates nothing: a segment is allocated only when the pool is empty.
 
+use crate::cell::{AtomicWord, Word};
 use crate::epoch::{self, Domain, Guard};
 use crate::loom::cell::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -340,9 +341,9 @@ impl<C: SegmentCell> Segment<C> {
         &self,
         from: u64,
         to: u64,
-        state_of: impl Fn(&C) -> &AtomicUsize,
-        left: usize,
-        word: usize,
+        state_of: impl Fn(&C) -> &AtomicWord,
+        left: Word,
+        word: Word,
     ) -> Option<u64> {
         (self.first_index().max(from)..to).rev().find(|&index| {
             let state = state_of(self.cell(index));

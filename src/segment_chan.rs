@@ -45,13 +45,13 @@
 //! after 292 years, so wrap-around is not handled.
 
 use crate::cell::{
-    self, Claim, Claimer, Duplex, InCell, Registration, BUFFERED, CLAIMED, DONE, DUPLEX_TAG, EMPTY,
-    SENDER_TAG, SKIP_RECV, SKIP_SEND,
+    self, AtomicWord, Claim, Claimer, Duplex, InCell, Registration, Word, BUFFERED, CLAIMED, DONE,
+    DUPLEX_TAG, EMPTY, SENDER_TAG, SKIP_RECV, SKIP_SEND,
 };
 use crate::counting::{self, Counting, Moved};
 use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::loom::{claim_index, claim_index_once, Backoff, CachePadded};
 use crate::segment::{may_give_back, Segment, SegmentCell, Segments, Side, SEGMENT_CELLS};
 use crate::semaphore::Semaphore;
@@ -82,7 +82,7 @@ fn count(counter: u64) -> u64 {
 /// One cell: a state word and room for one buffered value. Zero-sized `T`
 /// makes the slot vanish, so a `bounded::<()>(n)` cell is one word.
 pub(crate) struct Cell<T> {
-    state: AtomicUsize,
+    state: AtomicWord,
     slot: UnsafeCell<MaybeUninit<T>>,
 }
 
@@ -92,13 +92,13 @@ impl<T> SegmentCell for Cell<T> {
         // SAFETY: per the trait contract. The slot may stay uninitialised
         // (it is a `MaybeUninit`), so a large `T` is never written here.
         unsafe {
-            std::ptr::addr_of_mut!((*slot).state).write(AtomicUsize::new(EMPTY));
+            std::ptr::addr_of_mut!((*slot).state).write(AtomicWord::new(EMPTY));
         }
         #[cfg(loom)]
         // SAFETY: per the trait contract (loom must build its cell tracker).
         unsafe {
             slot.write(Cell {
-                state: AtomicUsize::new(EMPTY),
+                state: AtomicWord::new(EMPTY),
                 slot: UnsafeCell::new(MaybeUninit::uninit()),
             })
         }
@@ -260,7 +260,7 @@ pub(crate) enum Mode<'a> {
     /// Publish a registering select's `entry` and return at once. `own` is
     /// the select's entry word on the other side of this channel
     /// (`usize::MAX` if none): finding it means the select met itself.
-    Register { entry: &'a Entry, own: usize },
+    Register { entry: &'a Entry, own: Word },
 }
 
 impl From<Wait> for Mode<'_> {
@@ -529,13 +529,16 @@ impl<T> Channel<T> {
     }
 }
 
+/// The `own` word of a [`Mode::Register`] that has no entry of its own to
+/// avoid: never an entry's word (entries are aligned to 8).
+pub(crate) const NOT_OWN: Word = std::ptr::without_provenance_mut(usize::MAX);
+
 /// The select entry word a [`Mode::Register`] operation must not pair with.
 #[inline]
-fn own_word(mode: Mode<'_>) -> usize {
+fn own_word(mode: Mode<'_>) -> Word {
     match mode {
-        // 0 is EMPTY, never an entry.
         Mode::Register { own, .. } => own,
-        _ => usize::MAX,
+        _ => NOT_OWN,
     }
 }
 

@@ -54,10 +54,12 @@
 //! takes it out of transit, so a reader that looks at `returned` before
 //! `permits` misses no free permit (`is_exhausted`).
 
-use crate::cell::{self, Claim, Claimer, InCell, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN};
+use crate::cell::{
+    self, AtomicWord, Claim, Claimer, InCell, Word, BUFFERED, CLAIMED, DONE, EMPTY, WITHDRAWN,
+};
 use crate::epoch::{self, Domain};
 use crate::loom::cell::UnsafeCell;
-use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use crate::loom::{Backoff, CachePadded};
 use crate::segment::{
     give_back, may_give_back, LazySegments, Segment, SegmentCell, Segments, Side, SEGMENT_CELLS,
@@ -72,7 +74,7 @@ use std::time::Instant;
 /// before its waiter arrived; `SKIP_SEND`: the waiter gave up still owing
 /// its permit; `WITHDRAWN`: it gave up and took its debt back).
 pub(crate) struct WaitCell {
-    state: AtomicUsize,
+    state: AtomicWord,
     // Keeps the layout of a cell; no payload.
     _unit: UnsafeCell<()>,
 }
@@ -85,14 +87,14 @@ impl SegmentCell for WaitCell {
         // SAFETY: per the trait contract.
         unsafe {
             slot.write(WaitCell {
-                state: AtomicUsize::new(EMPTY),
+                state: AtomicWord::new(EMPTY),
                 _unit: UnsafeCell::new(()),
             })
         }
     }
 }
 
-const SKIP: usize = cell::SKIP_SEND;
+const SKIP: Word = cell::SKIP_SEND;
 
 pub(crate) struct Semaphore {
     /// Free permits (not counting `returned`); negative: minus the number
@@ -466,7 +468,7 @@ impl Semaphore {
     fn reuse_withdrawn<'c>(
         &self,
         cells: &'c Segments<WaitCell>,
-        word: usize,
+        word: Word,
         guard: &epoch::Guard,
     ) -> Option<(&'c Segment<WaitCell>, u64)> {
         if !self.maybe_withdrawn.load(Ordering::Relaxed) {
@@ -687,7 +689,7 @@ impl Semaphore {
                             Claim::Moved(s) => state = s,
                         }
                     }
-                    other => unreachable!("semaphore cell in state {other}"),
+                    other => unreachable!("semaphore cell in state {other:?}"),
                 }
             }
         }

@@ -17,10 +17,11 @@
 //! the cell protocol, so the loom models do not cover them (loom has no
 //! clock); the tests in `tests/timers.rs` do.
 
-use crate::cell::Registration;
+use crate::cell::{self, Registration, Word};
 use crate::coarse_clock::Anchor;
 use crate::waiter::{close_listed, Entry};
 use crate::Fail;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -282,7 +283,7 @@ impl Timer {
         Some(unsafe {
             Registration::listed(
                 self as *const Self as *const (),
-                entry as *const Entry as usize,
+                cell::entry_word(entry, false),
                 listed_ops,
             )
         })
@@ -302,11 +303,13 @@ impl Timer {
 ///
 /// # Safety
 /// `owner` is the live `Timer` whose list `word`'s entry went into.
-unsafe fn listed_ops(owner: *const (), word: usize, remove: bool) -> bool {
+unsafe fn listed_ops(owner: *const (), word: Word, remove: bool) -> bool {
     // SAFETY: per the contract.
     let timer = unsafe { &*(owner as *const Timer) };
     let mut selects = timer.selects.lock().unwrap_or_else(|e| e.into_inner());
-    let at = selects.iter().position(|&e| e as usize == word);
+    let at = selects
+        .iter()
+        .position(|&e| ptr::eq(e, cell::entry_ptr(word)));
     match at {
         Some(at) if remove => {
             selects.swap_remove(at);

@@ -66,7 +66,7 @@ impl<T> Channel<T> {
                 let lo = r.min(closed_at);
                 self.cells.visit(lo, r.max(closed_at) + 1, &guard, |cell| {
                     let word = cell.state.load(Ordering::Acquire);
-                    if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) != 0 {
+                    if cell::is_entry(word) && word.addr() & (SENDER_TAG | DUPLEX_TAG) != 0 {
                         close_counted(&cell.state, word, SKIP_SEND, &self.skipped_sends);
                     }
                 });
@@ -92,7 +92,7 @@ impl<T> Channel<T> {
         let guard = self.cells.pin();
         self.cells.visit(closed_at, r, &guard, |cell| {
             let word = cell.state.load(Ordering::Acquire);
-            if cell::is_entry(word) && word & (SENDER_TAG | DUPLEX_TAG) == 0 {
+            if cell::is_entry(word) && word.addr() & (SENDER_TAG | DUPLEX_TAG) == 0 {
                 cell::close_entry(&cell.state, word, SKIP_RECV);
             }
         });
@@ -138,8 +138,8 @@ impl<T> Channel<T> {
 /// is closed), leaving `skip`, counted in `skipped` for whoever passes it.
 /// A select's duplex failed this way leaves its cell `EMPTY` (see
 /// `cell::claim_waiter`), with no skip to count.
-pub(super) fn close_counted(state: &AtomicUsize, word: usize, skip: usize, skipped: &AtomicU64) {
-    if cell::close_entry(state, word, skip) && word & DUPLEX_TAG == 0 {
+pub(super) fn close_counted(state: &AtomicWord, word: Word, skip: Word, skipped: &AtomicU64) {
+    if cell::close_entry(state, word, skip) && word.addr() & DUPLEX_TAG == 0 {
         skipped.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -158,7 +158,10 @@ impl<T> Channel<T> {
         {
             // SAFETY: our reference, taken above; the guard still pins `seg`.
             unsafe { Segment::release_ref(seg) };
-            return if cell::is_entry(now) && now & DUPLEX_TAG != 0 && now & SENDER_TAG == 0 {
+            return if cell::is_entry(now)
+                && now.addr() & DUPLEX_TAG != 0
+                && now.addr() & SENDER_TAG == 0
+            {
                 Err(())
             } else {
                 Ok(None)

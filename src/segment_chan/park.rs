@@ -107,7 +107,7 @@ impl<T> Channel<T> {
     pub(super) fn publish(
         &self,
         seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
+        state: &AtomicWord,
         entry: &Entry,
         sender: bool,
         index: u64,
@@ -140,7 +140,7 @@ impl<T> Channel<T> {
     unsafe fn registration(
         &self,
         seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
+        state: &AtomicWord,
         entry: &Entry,
         sender: bool,
         index: u64,
@@ -208,7 +208,7 @@ impl<T> Channel<T> {
     unsafe fn registered(
         &self,
         seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
+        state: &AtomicWord,
         entry: &Entry,
         sender: bool,
         index: u64,
@@ -290,7 +290,7 @@ impl<T> Channel<T> {
     pub(super) fn park_in(
         &self,
         seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
+        state: &AtomicWord,
         entry: &Entry,
         sender: bool,
         index: u64,
@@ -316,7 +316,7 @@ impl<T> Channel<T> {
     fn park_untimed(
         &self,
         seg: &Segment<Cell<T>>,
-        state: &AtomicUsize,
+        state: &AtomicWord,
         entry: &Entry,
         sender: bool,
         index: u64,
@@ -375,7 +375,7 @@ impl<T> Channel<T> {
 
     /// A side's index counter, the skip its withdrawn waiters leave, and
     /// the count of those skips not yet passed.
-    fn side(&self, side: Side) -> (&AtomicU64, usize, &AtomicU64) {
+    fn side(&self, side: Side) -> (&AtomicU64, Word, &AtomicU64) {
         match side {
             Side::Push => (&self.senders, SKIP_SEND, &self.skipped_sends),
             Side::Pop => (&self.receivers.count, SKIP_RECV, &self.skipped_recvs),
@@ -445,10 +445,10 @@ impl<T> Channel<T> {
     #[inline]
     pub(super) fn land_on_skip(
         &self,
-        state: &AtomicUsize,
-        skip: usize,
+        state: &AtomicWord,
+        skip: Word,
         skipped: &AtomicU64,
-    ) -> Result<(), usize> {
+    ) -> Result<(), Word> {
         // Relaxed: DONE publishes nothing; Acquire on failure, as every
         // state we go on to act on is read.
         state.compare_exchange(skip, DONE, Ordering::Relaxed, Ordering::Acquire)?;
@@ -507,7 +507,7 @@ fn cancel_on_close(reg: InCell, sender: bool, placed: Placed) -> ParkFail {
 pub(super) enum ParkFail {
     /// The cell changed before the entry was published: re-examine it
     /// (still pinned by the returned guard).
-    Lost(usize, epoch::Guard),
+    Lost(Word, epoch::Guard),
     Fail(Fail),
 }
 
@@ -526,7 +526,7 @@ impl ParkFail {
 /// up (the cell becomes `skip`, counted in `skipped`). `Err(state)`: the
 /// partner arrived; settle the cell in that state instead.
 #[inline]
-pub(super) fn give_up(state: &AtomicUsize, skip: usize, skipped: &AtomicU64) -> Result<(), usize> {
+pub(super) fn give_up(state: &AtomicWord, skip: Word, skipped: &AtomicU64) -> Result<(), Word> {
     let backoff = Backoff::new();
     // Alone on one CPU, the partner cannot write while we spin.
     #[cfg(not(loom))]

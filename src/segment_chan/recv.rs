@@ -510,7 +510,7 @@ impl<T> Channel<T> {
                             }
                         }
                     }
-                    other => unreachable!("recv found cell in state {other}"),
+                    other => unreachable!("recv found cell in state {other:?}"),
                 }
             }
         }

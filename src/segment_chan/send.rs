@@ -266,7 +266,7 @@ impl<T> Channel<T> {
     /// As [`Channel::send_permitted`].
     #[cold]
     #[inline(never)]
-    unsafe fn settle_taken(&self, cell: &Cell<T>, state: usize, msg: *mut T) -> Result<(), Fail> {
+    unsafe fn settle_taken(&self, cell: &Cell<T>, state: Word, msg: *mut T) -> Result<(), Fail> {
         // SAFETY (both): per the contract.
         if unsafe { self.settle_deposit(cell, state, msg) } {
             Ok(())
@@ -311,7 +311,7 @@ impl<T> Channel<T> {
     /// # Safety
     /// As [`Channel::send_permitted`]; `cell` is the cell of our index,
     /// and reachable (we are pinned, or hold its index).
-    unsafe fn settle_deposit(&self, cell: &Cell<T>, mut state: usize, msg: *mut T) -> bool {
+    unsafe fn settle_deposit(&self, cell: &Cell<T>, mut state: Word, msg: *mut T) -> bool {
         loop {
             match state {
                 // Release: the value is visible to whoever sees BUFFERED.
@@ -349,7 +349,7 @@ impl<T> Channel<T> {
                 // The receiver of this index is giving up (it may hand
                 // the index back and leave the cell empty).
                 CLAIMED => state = cell::wait_unclaimed(&cell.state),
-                other => unreachable!("send found cell in state {other}"),
+                other => unreachable!("send found cell in state {other:?}"),
             }
         }
     }
@@ -477,7 +477,7 @@ impl<T> Channel<T> {
                         }
                     },
                     CLAIMED => state = cell::wait_unclaimed(&cell.state),
-                    other => unreachable!("rendezvous send found cell in state {other}"),
+                    other => unreachable!("rendezvous send found cell in state {other:?}"),
                 }
             }
         }

@@ -9,15 +9,12 @@ use super::{sealed, Case, CaseKey, Registered, Registrar, Token};
 use crate::cell::{Duplex, Registration};
 use crate::channel::{Flavor, Receiver, Sender};
 use crate::error::{RecvError, SendError};
-use crate::segment_chan::{Mode, PairRegs, PairStop, RecvStop, SendStop};
+use crate::segment_chan::{Mode, PairRegs, PairStop, RecvStop, SendStop, NOT_OWN};
 use crate::waiter::Entry;
 use crate::Fail;
 use std::mem::{self, MaybeUninit};
 use std::ptr;
 use std::time::Instant;
-
-/// No entry to avoid: a case that is not part of a pair.
-const NOT_OWN: usize = usize::MAX;
 
 /// Why a send case cannot take part in a select.
 const SPENT: &str = "select: this send case's value was already sent (a case is for one select)";
