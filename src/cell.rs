@@ -46,10 +46,12 @@ use crate::waiter::{decision, Entry, Waiter};
 /// A cell's state: one of the constants below, or a pointer to a waiter's
 /// [`Entry`] (or a [`Duplex`]) with tag bits in its low bits. A pointer,
 /// not an integer: an entry read back from a cell keeps the provenance it
-/// was published with, so the crate needs no integer-to-pointer cast and
-/// Miri can check it under `-Zmiri-strict-provenance`. The constants are
-/// addresses without provenance (never dereferenced), and a pointer to an
-/// entry is never one of them (entries are aligned to 8).
+/// was published with, so no integer-to-pointer cast is needed and Miri
+/// checks each access to the entry against the frame it lives in (with
+/// an integer word it could only guess, from every exposed allocation).
+/// The constants are addresses without provenance (never dereferenced),
+/// and a pointer to an entry is never one of them (entries are aligned
+/// to 8).
 pub(crate) type Word = *mut u8;
 
 /// The atomic cell word.
