@@ -734,7 +734,7 @@ pub(crate) fn retire(d: Deferred) {
 }
 
 /// The epoch of `domain` to tag an object unlinked just before this call
-/// with: it may be freed once the epoch is two past the tag ([`advance`]
+/// with: it may be freed once the epoch is two past the tag ([`try_advance`]
 /// returns the epoch). For reclaimers of their own (segment lists) and
 /// [`retire`].
 pub(crate) fn retirement_tag(domain: &Domain) -> usize {

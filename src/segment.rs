@@ -1,7 +1,7 @@
 //! An infinite array of cells, materialised as a linked list of fixed-size
 //! segments (seed 004). Each user of the array (senders and receivers of a
 //! channel, acquirers and releasers of a semaphore) takes an index by
-//! fetch-and-add and calls [`Segments::cell`] to reach the cell.
+//! fetch-and-add and reaches the cell through [`Segment::cell`].
 //!
 //! # Reclamation
 //!

@@ -1,9 +1,10 @@
 //! The channel: fetch-and-add over an infinite array of cells (seed 004).
 //!
 //! Send number `i` and receive number `i` meet in cell `i`: each side takes
-//! its index from its counter (`senders`, `receivers`; [`take_index`]: one
-//! CAS, or a fetch-and-add after a short wait if that lost a race) and
-//! then settles the cell with one CAS (see [`crate::cell`] for the state
+//! its index from its counter (`senders`, `receivers`;
+//! [`take_index`](crate::loom::take_index): one CAS, or a fetch-and-add
+//! after a short wait if that lost a race) and then settles the cell with
+//! one CAS (see [`crate::cell`] for the state
 //! diagram). Whoever arrives second completes the transfer; the first only
 //! parks when it has to (a receiver on an empty channel, a rendezvous
 //! sender), leaving a waiter entry in the cell.

@@ -847,7 +847,7 @@ unsafe fn pass_withdrawn(sem: *const ()) {
     unsafe { &*(sem as *const Semaphore) }.pass_withdrawn();
 }
 
-/// The segment reference a [`Registration`] in a semaphore cell drops.
+/// The segment reference a [`Registration`](crate::cell::Registration) in a semaphore cell drops.
 ///
 /// # Safety
 /// `seg` is a `Segment<WaitCell>` on which the caller holds a reference.
