@@ -260,7 +260,7 @@ pub(crate) enum Mode<'a> {
     Park(Option<Instant>),
     /// Publish a registering select's `entry` and return at once. `own` is
     /// the select's entry word on the other side of this channel
-    /// (`usize::MAX` if none): finding it means the select met itself.
+    /// ([`NOT_OWN`] if none): finding it means the select met itself.
     Register { entry: &'a Entry, own: Word },
 }
 

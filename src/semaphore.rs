@@ -262,21 +262,7 @@ impl Semaphore {
             }
         }
         if let Mode::Try = mode {
-            // `try_acquire`'s first attempt, inlined (a select's try pass
-            // makes it on every bounded send case: the call was 34 of ~530
-            // instructions of a send case on a `bounded(1)` and the receive
-            // after it, callgrind). A lost CAS leaves nothing changed for
-            // the full attempt.
-            let cur = self.permits.load(Ordering::Relaxed);
-            // Acquire: as in `try_acquire`.
-            if signed(cur) > 0
-                && self
-                    .permits
-                    .compare_exchange_weak(cur, cur - 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Ok(());
-            }
+            return self.try_acquire(is_closed).map_err(RecvStop::Fail);
         }
         self.acquire_slow(mode, is_closed)
     }
@@ -509,8 +495,30 @@ impl Semaphore {
         reused
     }
 
-    /// No read-modify-write when no permit is free.
+    /// No read-modify-write when no permit is free. The first attempt is
+    /// inlined (a select's try pass makes it on every bounded send case:
+    /// the call was 34 of ~530 instructions of a send case on a
+    /// `bounded(1)` and the receive after it, callgrind); a lost CAS
+    /// leaves nothing changed for the full attempt.
+    #[inline]
     fn try_acquire(&self, is_closed: impl Fn() -> bool) -> Result<(), Fail> {
+        let cur = self.permits.load(Ordering::Relaxed);
+        // Acquire: pairs with the Release adds into `permits`, so the
+        // receive that freed this permit happens before our send.
+        if signed(cur) > 0
+            && self
+                .permits
+                .compare_exchange_weak(cur, cur - 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Ok(());
+        }
+        self.try_acquire_slow(is_closed)
+    }
+
+    /// [`Semaphore::try_acquire`] past its first attempt.
+    #[inline(never)]
+    fn try_acquire_slow(&self, is_closed: impl Fn() -> bool) -> Result<(), Fail> {
         let mut cur = self.permits.load(Ordering::Relaxed);
         loop {
             if signed(cur) <= 0 {
@@ -553,18 +561,7 @@ impl Semaphore {
     #[inline]
     pub(crate) fn release(&self) {
         if self.batch == 1 {
-            // `give(1)`'s first add inlined: with nobody waiting that is all
-            // of it (callgrind, a select's send case on a `bounded(1)` and
-            // the receive after it: the call was 30 of ~530 instructions).
-            // Release: as in `give`.
-            let before = signed(self.permits.fetch_add(1, Ordering::Release));
-            if before < 0 {
-                let left = self.serve_owed(before, 1);
-                if left > 0 {
-                    self.give(left);
-                }
-            }
-            return;
+            return self.give(1);
         }
         // Release: our receive happens before the send this permit allows
         // (through the collector's Acquire and its Release add).
@@ -651,6 +648,10 @@ impl Semaphore {
 
     /// Adds `n` permits to `permits`, handing one to each waiter they owe
     /// (in the queue's next cells); those a waiter gave up go in again.
+    /// Inlined, with the serving out of line: with nobody waiting it is
+    /// one add (on a `bounded(1)`, the call was 30 of ~530 instructions of
+    /// a select's send case and the receive after it, callgrind).
+    #[inline]
     fn give(&self, mut n: u64) {
         while n > 0 {
             // Release: our permits' receives happen before the sends they
@@ -847,7 +848,8 @@ unsafe fn pass_withdrawn(sem: *const ()) {
     unsafe { &*(sem as *const Semaphore) }.pass_withdrawn();
 }
 
-/// The segment reference a [`Registration`](crate::cell::Registration) in a semaphore cell drops.
+/// The segment reference a [`Registration`](crate::cell::Registration) in
+/// a semaphore cell drops.
 ///
 /// # Safety
 /// `seg` is a `Segment<WaitCell>` on which the caller holds a reference.

@@ -1,4 +1,5 @@
-//! Timer channels: [`after`](crate::after), [`tick`](crate::tick) and [`never`](crate::never).
+//! Timer channels: [`after`](crate::after), [`tick`](crate::tick) and
+//! [`never`](crate::never).
 //!
 //! No thread per timer and no message in any queue: a timer is a deadline
 //! the receiver compares with the clock. `after` delivers once; `tick`
